@@ -1,0 +1,17 @@
+"""Citewise: chat with your own documents, with citations you can see on the page."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import streamlit as st  # noqa: E402
+
+st.set_page_config(page_title="Citewise", page_icon="📑", layout="wide")
+
+pages = [
+    st.Page("pages/documents.py", title="Documents", icon="📄", default=True),
+]
+st.navigation(pages).run()

@@ -1,0 +1,109 @@
+"""Documents: upload, watch ingest progress, inspect, re-index and delete."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from rag.ingest import SUPPORTED_SUFFIXES
+from rag.render import render_page_png
+from ui.resources import get_ingest_queue, get_store
+from ui.state import current_config
+
+config = current_config()
+store = get_store(config)
+jobs = get_ingest_queue(config)
+
+st.title("Documents")
+
+with st.form("upload", clear_on_submit=True):
+    uploads = st.file_uploader("Add documents", type=[s.lstrip(".") for s in SUPPORTED_SUFFIXES],
+                               accept_multiple_files=True,
+                               help="PDF, Word, Markdown, HTML or plain text. Each file is parsed, chunked, "
+                                    "embedded and indexed in the background.")
+    submitted = st.form_submit_button("Upload and index", type="primary")
+if submitted and uploads:
+    for upload in uploads:
+        jobs.submit(upload.getvalue(), upload.name, config)
+    st.toast(f"Queued {len(uploads)} file(s) for indexing")
+
+
+@st.fragment(run_every=1.0)
+def ingest_progress() -> None:
+    current = jobs.jobs()
+    if not current:
+        return
+    st.subheader("Indexing")
+    for job in current:
+        result = job.result
+        if job.state != "done":
+            st.progress(job.fraction, text=f"{job.file_name} — {job.stage or 'queued'}: {job.message}")
+        elif result and result.status == "completed":
+            st.success(f"{job.file_name}: {result.pages} pages, {result.chunks} chunks ({result.language})",
+                       icon="✅")
+        elif result and result.status == "duplicate":
+            st.info(f"{job.file_name}: {result.error}", icon="ℹ️")
+        else:
+            st.error(f"{job.file_name}: {result.error if result else 'failed'}", icon="⚠️")
+    if not jobs.active():
+        if st.button("Clear finished"):
+            jobs.forget_finished()
+            st.rerun()
+        elif st.session_state.get("documents_seen_jobs") != len(current):
+            st.session_state["documents_seen_jobs"] = len(current)
+            st.rerun()  # refresh the table below once the batch has finished
+
+
+ingest_progress()
+
+records = store.documents()
+st.subheader(f"Library ({sum(r.status == 'completed' for r in records)} ready)")
+if not records:
+    st.info("No documents yet. Upload a PDF above to start.")
+    st.stop()
+
+table = pd.DataFrame([{
+    "name": r.file_name, "pages": r.pages, "chunks": r.chunks, "language": r.language or "–",
+    "status": r.status, "error": r.error, "id": r.doc_id,
+} for r in records])
+st.dataframe(table, hide_index=True, width="stretch")
+
+names = {r.doc_id: f"{r.file_name} ({r.status})" for r in records}
+doc_id = st.selectbox("Inspect a document", list(names), format_func=names.get, key="documents_inspect")
+record = store.document(doc_id)
+
+actions = st.columns([1, 1, 6])
+if actions[0].button("Re-index", help="Parse, chunk and embed again with the current settings",
+                     disabled=not record.stored_path):
+    from rag.ingest import Ingestor
+
+    with st.status(f"Re-indexing {record.file_name}…", expanded=False) as status:
+        result = Ingestor(store, config).reindex(doc_id)
+        status.update(label=f"{record.file_name}: {result.status} {result.error}",
+                      state="complete" if result.ok else "error")
+if actions[1].button("Delete", type="secondary"):
+    store.delete(doc_id)
+    st.toast(f"Deleted {record.file_name}")
+    st.rerun()
+
+if record.error:
+    st.error(record.error)
+if record.summary:
+    st.markdown("**Summary**")
+    st.text(record.summary)
+    st.caption(f"Keywords: {record.keywords}  ·  Topics: {record.topics}")
+
+if record.status == "completed":
+    chunks = store.chunks(doc_id)
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown(f"**{len(chunks)} chunks**")
+        for chunk in chunks[:200]:
+            pages = (f"p. {chunk.page_start}" if chunk.page_start == chunk.page_end
+                     else f"pp. {chunk.page_start}–{chunk.page_end}")
+            with st.expander(f"#{chunk.index} · {pages} · {chunk.heading_path or chunk.text[:60]}"):
+                st.text(chunk.text)  # never markdown or HTML: document text is data
+    with right:
+        if record.file_type == "pdf":
+            page_number = st.number_input("Page preview", min_value=1, max_value=max(record.pages, 1), value=1)
+            st.image(render_page_png(store.stored_file(doc_id), int(page_number)), width="stretch")

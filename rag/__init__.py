@@ -1,0 +1,1 @@
+"""Citewise's engine: ingestion, retrieval and answering. Never imports streamlit."""

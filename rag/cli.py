@@ -1,0 +1,170 @@
+"""``python -m rag``: ingest, list and delete documents, and run benchmarks, from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from rag.config import ConfigError, RagConfig, load_config
+
+logger = logging.getLogger("rag")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(args.config)
+        if args.set:
+            config = config.with_overrides(dict(_split_assignment(item) for item in args.set))
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    return args.handler(args, config)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m rag", description="Citewise document RAG engine")
+    parser.add_argument("--config", help="YAML config file (default: $RAG_CONFIG)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="override a config field for this call, e.g. retrieval.top_k=8")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ingest = commands.add_parser("ingest", help="ingest files or folders")
+    ingest.add_argument("paths", nargs="+", type=Path)
+    ingest.add_argument("--json", action="store_true")
+    ingest.set_defaults(handler=_cmd_ingest)
+
+    docs = commands.add_parser("docs", help="list documents")
+    docs.add_argument("--json", action="store_true")
+    docs.set_defaults(handler=_cmd_docs)
+
+    delete = commands.add_parser("delete", help="delete a document and everything stored for it")
+    delete.add_argument("doc_id")
+    delete.set_defaults(handler=_cmd_delete)
+
+    reindex = commands.add_parser("reindex", help="parse, chunk and embed a stored document again")
+    reindex.add_argument("doc_id")
+    reindex.set_defaults(handler=_cmd_reindex)
+
+    bench = commands.add_parser("bench", help="benchmarks that print figures")
+    bench.add_argument("what", choices=["ingest", "llm"])
+    bench.add_argument("rest", nargs=argparse.REMAINDER)
+    bench.set_defaults(handler=_cmd_bench)
+    return parser
+
+
+def _split_assignment(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep:
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+    return key.strip(), value.strip()
+
+
+def _expand(paths: list[Path]) -> list[Path]:
+    from rag.ingest import SUPPORTED_SUFFIXES
+
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix.lower() in SUPPORTED_SUFFIXES))
+        else:
+            files.append(path)
+    return files
+
+
+def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
+    from tqdm import tqdm
+
+    from rag.ingest import Ingestor
+    from rag.runtime import build_store
+
+    store = build_store(config)
+    ingestor = Ingestor(store, config)
+    results = []
+    for path in _expand(args.paths):
+        with tqdm(total=100, desc=path.name[:40], unit="%", file=sys.stderr, leave=False,
+                  disable=args.json or not sys.stderr.isatty()) as bar:
+            def progress(stage: str, fraction: float, message: str, bar=bar) -> None:
+                bar.set_postfix_str(stage)
+                bar.n = int(_overall(stage, fraction) * 100)
+                bar.refresh()
+
+            result = ingestor.ingest_path(path, progress=progress)
+        results.append(result)
+        if not args.json:
+            detail = (f"{result.pages} pages, {result.chunks} chunks, {result.language}" if result.ok
+                      else result.error)
+            print(f"{result.status:<10} {result.doc_id or '-':<17} {result.file_name}  {detail}")
+    if args.json:
+        print(json.dumps([asdict(r) for r in results], ensure_ascii=False, indent=2))
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+_STAGE_SPAN = {"parse": (0.0, 0.1), "chunk": (0.1, 0.15), "embed": (0.15, 0.9), "store": (0.9, 1.0),
+               "done": (1.0, 1.0)}
+
+
+def _overall(stage: str, fraction: float) -> float:
+    low, high = _STAGE_SPAN.get(stage, (0.0, 1.0))
+    return low + (high - low) * fraction
+
+
+def _cmd_docs(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.runtime import build_store
+
+    records = build_store(config).documents()
+    if args.json:
+        keys = ("doc_id", "file_name", "status", "pages", "chunks", "language", "error")
+        print(json.dumps([{("id" if k == "doc_id" else k): getattr(r, k) for k in keys} for r in records],
+                         ensure_ascii=False, indent=2))
+        return 0
+    if not records:
+        print("no documents")
+    for r in records:
+        print(f"{r.doc_id}  {r.status:<10} {r.pages:>5}p {r.chunks:>6}c {r.language or '-':<3} {r.file_name}"
+              + (f"  ({r.error})" if r.error else ""))
+    return 0
+
+
+def _cmd_delete(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.runtime import build_store
+
+    try:
+        record = build_store(config).delete(args.doc_id)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 1
+    print(f"deleted {record.doc_id} {record.file_name}")
+    return 0
+
+
+def _cmd_reindex(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.ingest import Ingestor
+    from rag.runtime import build_store
+
+    store = build_store(config)
+    try:
+        result = Ingestor(store, config).reindex(args.doc_id)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 1
+    print(f"{result.status} {result.doc_id} {result.file_name} {result.error}")
+    return 0 if result.ok else 1
+
+
+def _cmd_bench(args: argparse.Namespace, config: RagConfig) -> int:
+    if args.what == "ingest":
+        from rag.bench_ingest import main as bench_ingest
+
+        return bench_ingest(args.rest, config)
+    from rag.bench_llm import main as bench_llm
+
+    return bench_llm(args.rest)

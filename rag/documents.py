@@ -1,0 +1,130 @@
+"""Plain data that flows from parsing through chunking into the store.
+
+These are the boundary types of ingestion: parsers produce ``ParsedDocument``, chunkers produce
+``Chunk``, the store persists both. They are dataclasses, not llama-index nodes, so that parsing and
+chunking can be tested without any model; ``Chunk.to_node()`` bridges into llama-index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from llama_index.core.schema import TextNode
+
+# x0, y0, x1, y1 in PDF points, origin top-left (PyMuPDF's convention)
+Box = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word on a page and where its characters sit in ``Page.text``."""
+
+    text: str
+    box: Box
+    start: int
+    end: int
+
+
+@dataclass
+class Page:
+    number: int  # 1-based
+    text: str
+    words: list[Word] = field(default_factory=list)
+    width: float = 0.0
+    height: float = 0.0
+
+
+@dataclass
+class Section:
+    """A heading detected in the document, with the character offset where it starts."""
+
+    title: str
+    level: int
+    page: int
+    offset: int  # offset into ParsedDocument.full_text
+
+
+@dataclass
+class ParsedDocument:
+    file_name: str
+    file_type: str  # pdf, docx, md, html, txt
+    pages: list[Page]
+    sections: list[Section] = field(default_factory=list)
+    title: str = ""
+
+    @property
+    def separator(self) -> str:
+        return "\n\n"
+
+    @property
+    def full_text(self) -> str:
+        return self.separator.join(page.text for page in self.pages)
+
+    def page_offsets(self) -> list[int]:
+        """Start offset of each page's text inside ``full_text``."""
+        offsets, position = [], 0
+        for page in self.pages:
+            offsets.append(position)
+            position += len(page.text) + len(self.separator)
+        return offsets
+
+
+@dataclass
+class Chunk:
+    chunk_id: str
+    doc_id: str
+    file_name: str
+    text: str
+    index: int
+    page_start: int
+    page_end: int
+    char_start: int  # offset into the document's full_text
+    char_end: int
+    language: str = "en"
+    heading_path: str = ""
+    parent_id: str = ""
+    parent_text: str = ""  # parent_child strategy: the wider passage given to the LLM
+
+    def metadata(self) -> dict[str, Any]:
+        """Flat metadata as Chroma stores it (str, int, float, bool only)."""
+        data = asdict(self)
+        data.pop("text")
+        return data
+
+    def to_node(self, score_embedding: list[float] | None = None) -> TextNode:
+        return TextNode(
+            id_=self.chunk_id,
+            text=self.text,
+            metadata=self.metadata(),
+            embedding=score_embedding,
+            excluded_embed_metadata_keys=list(self.metadata()),
+            excluded_llm_metadata_keys=list(self.metadata()),
+        )
+
+    @classmethod
+    def from_metadata(cls, text: str, metadata: dict[str, Any]) -> Chunk:
+        known = {name for name in cls.__dataclass_fields__ if name != "text"}
+        return cls(text=text, **{key: value for key, value in metadata.items() if key in known})
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """A row of the document registry."""
+
+    doc_id: str
+    file_name: str
+    sha256: str
+    status: str  # pending, processing, completed, failed
+    file_type: str = ""
+    pages: int = 0
+    chunks: int = 0
+    language: str = ""
+    error: str = ""
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    stored_path: str = ""
+    summary: str = ""
+    keywords: str = ""  # comma separated
+    topics: str = ""
+    key_phrases: str = ""

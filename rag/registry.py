@@ -1,0 +1,80 @@
+"""The document registry: one SQLite row per document, with its status and what ingest learned.
+
+Status moves pending → processing → completed | failed. A row still pending or processing when the
+store opens belongs to an ingest that died; the store cleans such rows up (see ``DocumentStore``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from rag.documents import DocumentRecord
+
+STATUSES = ("pending", "processing", "completed", "failed")
+_COLUMNS = [f.name for f in fields(DocumentRecord)]
+
+
+class Registry:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        columns = ", ".join(
+            f"{name} {'REAL' if name.endswith('_at') else 'INTEGER' if name in ('pages', 'chunks') else 'TEXT'}"
+            + (" PRIMARY KEY" if name == "doc_id" else "")
+            for name in _COLUMNS
+        )
+        self._db.execute(f"CREATE TABLE IF NOT EXISTS documents ({columns})")
+        self._db.execute("CREATE UNIQUE INDEX IF NOT EXISTS documents_sha ON documents(sha256)")
+        self._db.commit()
+
+    def get(self, doc_id: str) -> DocumentRecord | None:
+        return self._one("SELECT * FROM documents WHERE doc_id = ?", (doc_id,))
+
+    def by_sha256(self, sha256: str) -> DocumentRecord | None:
+        return self._one("SELECT * FROM documents WHERE sha256 = ?", (sha256,))
+
+    def all(self) -> list[DocumentRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM documents ORDER BY created_at").fetchall()
+        return [DocumentRecord(*row) for row in rows]
+
+    def unfinished(self) -> list[DocumentRecord]:
+        return [r for r in self.all() if r.status in ("pending", "processing")]
+
+    def upsert(self, record: DocumentRecord) -> DocumentRecord:
+        now = time.time()
+        record = replace(record, created_at=record.created_at or now, updated_at=now)
+        placeholders = ", ".join("?" for _ in _COLUMNS)
+        with self._lock:
+            self._db.execute(f"INSERT OR REPLACE INTO documents VALUES ({placeholders})",
+                             [getattr(record, name) for name in _COLUMNS])
+            self._db.commit()
+        return record
+
+    def update(self, doc_id: str, **changes: Any) -> DocumentRecord:
+        if "status" in changes and changes["status"] not in STATUSES:
+            raise ValueError(f"unknown status {changes['status']!r}")
+        record = self.get(doc_id)
+        if record is None:
+            raise KeyError(doc_id)
+        return self.upsert(replace(record, **changes))
+
+    def delete(self, doc_id: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            self._db.commit()
+
+    def _one(self, sql: str, args: tuple) -> DocumentRecord | None:
+        with self._lock:
+            row = self._db.execute(sql, args).fetchone()
+        return DocumentRecord(*row) if row else None
+
+    def close(self) -> None:
+        self._db.close()

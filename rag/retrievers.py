@@ -1,0 +1,111 @@
+"""llama-index retrievers over our store: dense (Chroma, one space per embedder) and BM25.
+
+Both return ``NodeWithScore`` built from stored chunks, so every later stage sees the same node
+shape whichever side found it. Document filters are applied inside the stores, not after.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Iterable, Sequence
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from rag.documents import Chunk
+from rag.embedding_router import EmbedderRouter, model_id_of
+from rag.keyword_index import KeywordIndex
+from rag.language import detect_language
+from rag.vector_store import VectorHit, VectorStore
+
+
+class QueryEmbeddingCache:
+    """LRU of query vectors keyed by (model, text): repeated and compared queries embed once."""
+
+    def __init__(self, size: int = 512) -> None:
+        self._items: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, model_id: str, text: str, compute) -> list[float]:
+        key = (model_id, text)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        vector = compute(text)
+        with self._lock:
+            self._items[key] = vector
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return vector
+
+
+def chunk_node(chunk: Chunk, score: float) -> NodeWithScore:
+    return NodeWithScore(node=chunk.to_node(), score=score)
+
+
+class VectorRetriever(BaseRetriever):
+    """Cosine search in every embedding space that holds vectors, merged by rank.
+
+    Scores from different models are not comparable (e5 similarities sit around 0.8 even for
+    unrelated text), so the spaces are interleaved rank by rank; each node keeps its own cosine as
+    its score. A Chinese query skips spaces whose model cannot read Chinese.
+    """
+
+    def __init__(self, vectors: VectorStore, router: EmbedderRouter, *, top_k: int,
+                 doc_ids: Iterable[str] | None = None, cache: QueryEmbeddingCache | None = None) -> None:
+        super().__init__()
+        self._vectors = vectors
+        self._router = router
+        self._top_k = top_k
+        self._doc_ids = None if doc_ids is None else list(doc_ids)
+        self._cache = cache or QueryEmbeddingCache()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        per_space: list[list[VectorHit]] = []
+        for model_id in self._spaces(query_bundle.query_str):
+            embedder = self._router.for_model_id(model_id)
+            if embedder is None:
+                continue
+            vectors = [self._cache.get(model_id, text, embedder.get_query_embedding)
+                       for text in query_bundle.embedding_strs]
+            query_vector = np.mean(np.asarray(vectors, dtype=np.float32), axis=0)
+            per_space.append(self._vectors.query(model_id, query_vector, self._top_k, doc_ids=self._doc_ids))
+        merged: list[NodeWithScore] = []
+        seen: set[str] = set()
+        for rank in range(max((len(hits) for hits in per_space), default=0)):
+            for hits in per_space:
+                if rank < len(hits) and hits[rank].chunk_id not in seen:
+                    seen.add(hits[rank].chunk_id)
+                    merged.append(chunk_node(Chunk.from_metadata(hits[rank].text, hits[rank].metadata),
+                                             hits[rank].score))
+        return merged[: self._top_k]
+
+    def _spaces(self, query: str) -> list[str]:
+        stored = self._vectors.model_ids()
+        if detect_language(query) == "zh":
+            chinese = model_id_of(self._router.for_language("zh"))
+            return [m for m in stored if m == chinese]
+        return stored
+
+
+class KeywordRetriever(BaseRetriever):
+    """BM25 over the persisted index; hits that share no token with the query are dropped."""
+
+    def __init__(self, keywords: KeywordIndex, *, top_k: int, doc_ids: Iterable[str] | None = None) -> None:
+        super().__init__()
+        self._keywords = keywords
+        self._top_k = top_k
+        self._doc_ids = None if doc_ids is None else list(doc_ids)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = self._keywords.search(query_bundle.query_str, self._top_k, doc_ids=self._doc_ids)
+        chunks = self._keywords.get([h.chunk_id for h in hits])
+        return [chunk_node(chunks[h.chunk_id], h.score) for h in hits if h.chunk_id in chunks]
+
+
+def node_ids(nodes: Sequence[NodeWithScore]) -> list[str]:
+    return [n.node.node_id for n in nodes]

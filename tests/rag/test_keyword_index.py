@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag.documents import Chunk
+from rag.keyword_index import KeywordIndex
+from rag.keyword_tokenize import tokenize
+
+
+def test_tokenizer_stems_english_and_segments_chinese() -> None:
+    tokens = tokenize("The running dogs; 布洛芬每日最大剂量为1200毫克")
+    assert "run" in tokens and "dog" in tokens and "the" not in tokens
+    assert {"布洛芬", "最大", "剂量", "1200", "毫克"} <= set(tokens)
+
+
+def _chunks(doc_id: str, *texts: str) -> list[Chunk]:
+    return [Chunk(chunk_id=f"{doc_id}:{i}", doc_id=doc_id, file_name=f"{doc_id}.pdf", text=text, index=i,
+                  page_start=1, page_end=1, char_start=0, char_end=len(text)) for i, text in enumerate(texts)]
+
+
+def test_search_ranks_drops_zero_scores_and_filters(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "bm25")
+    index.add("d1", _chunks("d1", "Aspirin reduces fever and pain.", "The weather was sunny."))
+    index.add("d2", _chunks("d2", "布洛芬每日最大剂量为1200毫克。", "aspirin aspirin dosage for adults"))
+    hits = index.search("aspirin dosage", k=10)
+    assert [h.chunk_id for h in hits] == ["d2:1", "d1:0"]  # sunny weather shares no token: dropped
+    assert all(h.score > 0 for h in hits)
+    assert [h.chunk_id for h in index.search("aspirin", k=10, doc_ids={"d1"})] == ["d1:0"]
+    assert index.search("布洛芬 剂量", k=3)[0].chunk_id == "d2:0"
+    assert index.search("zebra", k=3) == []
+    assert index.get(["d2:0"])["d2:0"].text == "布洛芬每日最大剂量为1200毫克。"
+    assert [c.chunk_id for c in index.chunks_of("d1")] == ["d1:0", "d1:1"]
+
+
+def test_persists_and_deletes_incrementally(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "bm25")
+    index.add("d1", _chunks("d1", "alpha beta"))
+    index.add("d2", _chunks("d2", "beta gamma"))
+    index.close()
+
+    reopened = KeywordIndex(tmp_path / "bm25")
+    assert len(reopened) == 2 and reopened.doc_ids() == {"d1", "d2"}
+    assert reopened.delete("d1") == 1
+    assert [h.chunk_id for h in reopened.search("beta", k=5)] == ["d2:0"]
+    reopened.add("d2", _chunks("d2", "delta"))  # re-adding a document replaces its chunks
+    assert reopened.search("gamma", k=5) == []
+    reopened.delete("d2")
+    assert len(reopened) == 0 and reopened.search("delta", k=5) == []

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag.documents import DocumentRecord
+from rag.embed_cache import EmbeddingCache
+from rag.registry import Registry
+
+
+def test_registry_round_trip_and_status_rules(tmp_path: Path) -> None:
+    registry = Registry(tmp_path / "r.sqlite3")
+    registry.upsert(DocumentRecord(doc_id="a", file_name="a.pdf", sha256="s1", status="pending"))
+    registry.update("a", status="processing")
+    assert [r.doc_id for r in registry.unfinished()] == ["a"]
+    registry.update("a", status="completed", pages=3, chunks=7)
+    record = registry.by_sha256("s1")
+    assert record and record.pages == 3 and record.chunks == 7 and record.created_at > 0
+    with pytest.raises(ValueError, match="unknown status"):
+        registry.update("a", status="done")
+    registry.delete("a")
+    assert registry.get("a") is None and registry.all() == []
+
+
+def test_embedding_cache_computes_only_new_texts(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "c.sqlite3")
+    calls: list[list[str]] = []
+
+    def compute(texts: list[str]) -> list[list[float]]:
+        calls.append(texts)
+        return [[float(len(t)), 1.0] for t in texts]
+
+    first = cache.embed("m", ["aa", "bbb"], compute)
+    second = cache.embed("m", ["bbb", "cccc", "aa"], compute)
+    assert calls == [["aa", "bbb"], ["cccc"]]
+    np.testing.assert_allclose(second, [[3, 1], [4, 1], [2, 1]])
+    np.testing.assert_allclose(first[0], second[2])
+    cache.embed("other-model", ["aa"], compute)  # the model is part of the key
+    assert calls[-1] == ["aa"]

@@ -1,0 +1,1 @@
+"""Streamlit helpers: cached resources and session state. Pages import from here, never from models."""
