@@ -54,8 +54,18 @@ def _parser() -> argparse.ArgumentParser:
     reindex.add_argument("doc_id")
     reindex.set_defaults(handler=_cmd_reindex)
 
+    search = commands.add_parser("search", help="retrieve passages for a question and show every stage")
+    search.add_argument("question")
+    search.add_argument("--doc", action="append", dest="doc_ids", metavar="ID", help="only these documents")
+    search.add_argument("--json", action="store_true")
+    search.set_defaults(handler=_cmd_search)
+
+    evaluate = commands.add_parser("eval", help="retrieval quality on a benchmark dataset", add_help=False)
+    evaluate.add_argument("rest", nargs=argparse.REMAINDER)
+    evaluate.set_defaults(handler=_cmd_eval)
+
     bench = commands.add_parser("bench", help="benchmarks that print figures")
-    bench.add_argument("what", choices=["ingest", "llm"])
+    bench.add_argument("what", choices=["ingest", "llm", "query"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(handler=_cmd_bench)
     return parser
@@ -160,11 +170,55 @@ def _cmd_reindex(args: argparse.Namespace, config: RagConfig) -> int:
     return 0 if result.ok else 1
 
 
+def _cmd_search(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.pipeline import QueryError
+    from rag.runtime import build_pipeline, build_store
+
+    store = build_store(config)
+    try:
+        result = build_pipeline(config, store).retrieve(args.question, config, doc_ids=args.doc_ids)
+    except QueryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    hits = [{"rank": i, "chunk_id": n.node.node_id, "doc_id": n.node.metadata.get("doc_id"),
+             "file_name": n.node.metadata.get("file_name"), "page": n.node.metadata.get("page_start"),
+             "score": n.score, "relevance": n.node.metadata.get("relevance"), "text": n.node.get_content()}
+            for i, n in enumerate(result.nodes, start=1)]
+    if args.json:
+        print(json.dumps({"query": result.query, "hits": hits, "empty_reason": result.empty_reason,
+                          "details": result.details, "trace": result.trace.to_dict()},
+                         ensure_ascii=False, indent=2, default=str))
+        return 0
+    if not hits:
+        print(result.empty_reason)
+    for hit in hits:
+        text = " ".join(hit["text"].split())
+        print(f"[{hit['rank']}] {hit['file_name']} p.{hit['page']}  score={hit['score']:.4f}  "
+              f"relevance={hit['relevance'] or 0:.3f}\n    {text[:300]}")
+    print("\nstages:")
+    for stage in result.trace.stages:
+        top = ", ".join(f"{c.chunk_id}:{c.score:.3f}" if c.score is not None else c.chunk_id
+                        for c in stage.candidates[:5])
+        reason = f"  [fallback: {stage.fallback_reason}]" if stage.fallback_reason else ""
+        print(f"  {stage.name:<9} {stage.duration_ms:8.1f} ms  {len(stage.candidates):>3} candidates  {top}{reason}")
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.evaluate import main as eval_main
+
+    return eval_main(args.rest, config)
+
+
 def _cmd_bench(args: argparse.Namespace, config: RagConfig) -> int:
     if args.what == "ingest":
         from rag.bench_ingest import main as bench_ingest
 
         return bench_ingest(args.rest, config)
+    if args.what == "query":
+        from rag.bench_query import main as bench_query
+
+        return bench_query(args.rest, config)
     from rag.bench_llm import main as bench_llm
 
     return bench_llm(args.rest)

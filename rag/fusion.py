@@ -164,6 +164,25 @@ def weighted_score_fusion(result_lists: Sequence[Sequence[NodeWithScore]],
     return _combine(result_lists, weights, contributions, top_n)
 
 
+def carry_max_relevance(fused: Sequence[NodeWithScore], result_lists: Sequence[Sequence[NodeWithScore]],
+                        key: str = "relevance") -> list[NodeWithScore]:
+    """Copies of ``fused`` whose ``metadata[key]`` is the maximum over every list the node is in.
+
+    For fusing already-fused lists (e.g. ``FusionRetriever`` results for several query variants):
+    the fusion functions keep the first node object seen, so without this a node keeps the
+    relevance of whichever list happened to come first.
+    """
+    best: dict[str, float] = {}
+    for hits in result_lists:
+        for hit in hits:
+            value = hit.node.metadata.get(key)
+            if value is not None:
+                node_id = hit.node.node_id
+                best[node_id] = max(best.get(node_id, -math.inf), float(value))
+    return [annotate_node(item, **{key: best[item.node.node_id]}) if item.node.node_id in best else item
+            for item in fused]
+
+
 def _check_weights(count: int, weights: Sequence[float] | None) -> list[float]:
     if weights is None:
         return [1.0] * count

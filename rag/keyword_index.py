@@ -19,7 +19,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import bm25s
 import numpy as np
@@ -62,10 +62,15 @@ class KeywordIndex:
 
     def add(self, doc_id: str, chunks: Sequence[Chunk]) -> None:
         """Index the chunks of one document, replacing any earlier ones."""
+        self.add_many({doc_id: chunks})
+
+    def add_many(self, documents: Mapping[str, Sequence[Chunk]]) -> None:
+        """Index several documents with one rebuild (bulk loads, evaluation corpora)."""
         rows = [(c.chunk_id, doc_id, c.index, json.dumps(self._tokenize(keyword_text(c)), ensure_ascii=False),
-                 c.text, json.dumps(c.metadata(), ensure_ascii=False)) for c in chunks]
+                 c.text, json.dumps(c.metadata(), ensure_ascii=False))
+                for doc_id, chunks in documents.items() for c in chunks]
         with self._lock:
-            self._db.execute("DELETE FROM chunk_tokens WHERE doc_id = ?", (doc_id,))
+            self._db.executemany("DELETE FROM chunk_tokens WHERE doc_id = ?", [(d,) for d in documents])
             self._db.executemany("INSERT INTO chunk_tokens VALUES (?, ?, ?, ?, ?, ?)", rows)
             self._db.commit()
             self._rebuild()

@@ -142,6 +142,8 @@ class EmbeddedLLM(CustomLLM):
         params.update({k: v for k, v in kwargs.items() if k in _SAMPLING_KWARGS})
         text = ""
         with self._lock:
+            _reset_perf_counters(self._llama)
+            prompt_tokens_before = getattr(self._llama, "n_tokens", 0)
             started = time.monotonic()
             first = 0.0
             chunks = 0
@@ -156,7 +158,7 @@ class EmbeddedLLM(CustomLLM):
                 yield text, delta
             total = time.monotonic() - started
             self.last_stats = {"ttft_s": first, "total_s": total, "chunks": chunks,
-                               **_perf_counters(self._llama)}
+                               "kv_tokens_before": prompt_tokens_before, **_perf_counters(self._llama)}
 
 
 def _to_dict(message: ChatMessage) -> dict[str, str]:
@@ -164,13 +166,23 @@ def _to_dict(message: ChatMessage) -> dict[str, str]:
     return {"role": role if role in ("system", "user", "assistant") else "user", "content": message.content or ""}
 
 
+def _reset_perf_counters(llama: Any) -> None:
+    try:
+        import llama_cpp
+
+        llama_cpp.llama_perf_context_reset(llama.ctx)
+    except Exception:  # a fake in tests, or an API change: timings stay wall-clock only
+        pass
+
+
 def _perf_counters(llama: Any) -> dict[str, float]:
-    """llama.cpp's own counters for the last call: prompt tokens evaluated (after prefix reuse), generated tokens."""
+    """llama.cpp's counters for the last call: prompt tokens evaluated (after prefix reuse), generated tokens."""
     try:
         import llama_cpp
 
         data = llama_cpp.llama_perf_context(llama.ctx)
-        return {"prompt_eval_tokens": data.n_p_eval, "prompt_eval_s": data.t_p_eval_ms / 1000,
-                "gen_tokens": data.n_eval, "gen_s": data.t_eval_ms / 1000, "context_tokens": llama.n_tokens}
-    except Exception:  # a fake in tests, or an API change: timings stay wall-clock only
+        return {"prompt_eval_tokens": int(data.n_p_eval), "prompt_eval_s": data.t_p_eval_ms / 1000,
+                "gen_tokens": int(data.n_eval), "gen_s": data.t_eval_ms / 1000,
+                "context_tokens": int(llama.n_tokens)}
+    except Exception:  # a fake in tests, or an API change
         return {}

@@ -24,7 +24,7 @@ _MD_FENCE_RE = re.compile(r"^ {0,3}(```|~~~)")
 _HTML_DROP = {"script", "style", "nav", "noscript", "template", "svg", "iframe", "head", "object",
               "embed", "canvas", "button", "select", "textarea", "math"}
 _HTML_BLOCKS = {"p", "div", "section", "article", "main", "aside", "header", "footer", "li", "ul", "ol",
-                "dl", "dt", "dd", "table", "thead", "tbody", "tfoot", "tr", "blockquote", "pre",
+                "dl", "dt", "dd", "table", "blockquote", "pre",
                 "figure", "figcaption", "address", "details", "summary", "caption", "hr",
                 "h1", "h2", "h3", "h4", "h5", "h6", "body", "html"}
 _HTML_SKIPPED_STRINGS = (Comment, Declaration, Doctype, ProcessingInstruction)
@@ -70,7 +70,7 @@ def parse_markdown(data: bytes, file_name: str) -> ParsedDocument:
             in_fence = not in_fence
         elif not in_fence and (match := _MD_HEADING_RE.match(line)):
             sections.append(Section(title=match.group(2).strip(), level=len(match.group(1)), page=1,
-                                    offset=position + match.start(2)))
+                                    offset=position))
         position += len(line) + 1
     title = sections[0].title if sections else file_name
     return ParsedDocument(file_name=file_name, file_type="md", pages=[Page(number=1, text=text)],
@@ -124,6 +124,9 @@ class _HtmlText:
         elif name in ("td", "th"):
             self.walk(tag, preformatted)
             self._buffer.append(" | ")
+        elif name == "tr":  # rows are lines of one table block
+            self.walk(tag, preformatted)
+            self._buffer.append("\x00")
         elif name in _HTML_BLOCKS:
             self.flush()
             self.walk(tag, preformatted or name == "pre")

@@ -39,7 +39,8 @@ TEXT_FLAGS = pymupdf.TEXTFLAGS_WORDS & ~pymupdf.TEXT_PRESERVE_LIGATURES
 
 _HYPHENATED_RE = re.compile(r"[A-Za-z]*[a-z]-")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u200b\ufeff]")
-_CJK_END_RE = re.compile(f"[{CJK_IDEOGRAPHS}]$")
+_CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\u2018-\u201d"
+_CJK_END_RE = re.compile(f"[{CJK_IDEOGRAPHS}{_CJK_PUNCTUATION}]$")
 _CJK_START_RE = re.compile(f"^[{CJK_IDEOGRAPHS}]")
 # Some PDF fonts map common ideographs to look-alike Kangxi radicals ("⼈" U+2F08 for "人"), which
 # breaks search and embeddings; fold them to the unified ideographs.
@@ -60,14 +61,19 @@ class _RawLine:
     words: list[_RawWord]
     size: float
     bold: bool
+    x0: float = 0.0
+    y0: float = 0.0
+    x1: float = 0.0
+    y1: float = 0.0
 
-    @property
-    def x1(self) -> float:
-        return self.words[-1].box[2]
+    def __post_init__(self) -> None:
+        boxes = [word.box for word in self.words]
+        self.x0, self.y0 = min(box[0] for box in boxes), min(box[1] for box in boxes)
+        self.x1, self.y1 = max(box[2] for box in boxes), max(box[3] for box in boxes)
 
     @property
     def height(self) -> float:
-        return max(word.box[3] - word.box[1] for word in self.words)
+        return self.y1 - self.y0
 
 
 def parse_pdf(data: bytes, file_name: str) -> ParsedDocument:
@@ -181,7 +187,35 @@ def _layout(textpage: pymupdf.TextPage) -> list[list[_RawLine]]:
                 lines.append(_RawLine(words=cleaned, size=size, bold=bold))
         if lines:
             blocks.append(lines)
-    return blocks
+    return _merge_wrapped_blocks(blocks)
+
+
+def _merge_wrapped_blocks(blocks: list[list[_RawLine]]) -> list[list[_RawLine]]:
+    """Rejoin paragraphs that MuPDF split into one block per line (common in Chinese reports).
+
+    A block continues the previous one when the previous line runs to the column's right edge,
+    the next line follows directly below (gap under one line height), is not indented, and has the
+    same font size.
+    """
+    all_lines = [line for block in blocks for line in block]
+    merged: list[list[_RawLine]] = []
+    for block in blocks:
+        if merged and _continues(merged[-1][-1], block[0], all_lines):
+            merged[-1].extend(block)
+        else:
+            merged.append(list(block))
+    return merged
+
+
+def _continues(last: _RawLine, first: _RawLine, page_lines: list[_RawLine]) -> bool:
+    height = last.height
+    if abs(last.size - first.size) > 0.5 or not 0 <= first.y0 - last.y1 <= height:
+        return False
+    if first.x0 > last.x0 + height / 2:  # an indented first line starts a new paragraph
+        return False
+    column_right = max(line.x1 for line in page_lines
+                       if abs(line.size - last.size) <= 0.5 and line.x0 < last.x1 and line.x1 > last.x0)
+    return last.x1 >= column_right - 2 * height
 
 
 def _clean(text: str) -> str:
@@ -211,7 +245,7 @@ def _line_join(line: _RawLine, following: _RawLine, right_edge: float) -> str:
     last, first = line.words[-1].text, following.words[0].text
     if _HYPHENATED_RE.fullmatch(last) and first[:1].islower():
         return ""
-    wrapped = line.x1 >= right_edge - 1.5 * line.height
+    wrapped = line.x1 >= right_edge - 2 * line.height
     if wrapped and _CJK_END_RE.search(last) and _CJK_START_RE.search(first):
         return ""
     return "\n"

@@ -122,9 +122,11 @@ class MMRPostprocessor(ReportingPostprocessor):
         return [annotate_node(nodes[i], mmr_score=objective[i]) for i in selected]
 
     def _embeddings(self, nodes: Sequence[NodeWithScore], query_bundle: QueryBundle) -> tuple[np.ndarray, np.ndarray]:
-        query = query_bundle.embedding or self._embed_model.get_query_embedding(query_bundle.query_str)
+        query = query_bundle.embedding
+        if query is None or len(query) == 0:
+            query = self._embed_model.get_query_embedding(query_bundle.query_str)
         query = _unit(np.asarray(query, dtype=float))
-        vectors: list[Any] = [n.node.embedding if n.node.embedding and len(n.node.embedding) == len(query)
+        vectors: list[Any] = [n.node.embedding if n.node.embedding is not None and len(n.node.embedding) == len(query)
                               else None for n in nodes]
         missing = [i for i, v in enumerate(vectors) if v is None]
         if missing:

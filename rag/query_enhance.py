@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import re
@@ -202,7 +203,9 @@ class QueryEnhancer:
 
         with self._lock:
             self._running += 1
-        threading.Thread(target=work, name="query-enhance-llm", daemon=True).start()
+        # copy the context so llama-index instrumentation tags and spans follow the call
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(work,), name="query-enhance-llm", daemon=True).start()
         if not done.wait(self.timeout_s):
             raise TimeoutError(f"no answer within {self.timeout_s:g}s")
         if "error" in box:
@@ -235,8 +238,9 @@ def parse_rewrite(text: str, query: str, max_variants: int) -> dict[str, list[st
     """Parse a rewrite answer into ``variants``, ``key_concepts``, ``synonyms``, ``search_terms``.
 
     Accepts a JSON object (optionally in a code fence, with trailing commas, smart or single
-    quotes) or, failing that, a bullet or numbered list of queries, or two or more short lines. Variants equal to the query or
-    to each other (ignoring case and spaces) are dropped and at most ``max_variants`` kept.
+    quotes) or, failing that, a bullet or numbered list of queries, or two or more short lines.
+    Variants equal to the query or to each other (ignoring case and spaces) are dropped and at most
+    ``max_variants`` kept.
 
     Returns:
         The fields, or None when nothing usable was found.

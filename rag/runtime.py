@@ -11,7 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from rag.config import RagConfig  # noqa: E402
+from rag.config import DEFAULT_HOME, RagConfig  # noqa: E402
 from rag.embedding_router import EmbedderRouter  # noqa: E402
 from rag.store import DocumentStore  # noqa: E402
 
@@ -25,3 +25,28 @@ def build_router(config: RagConfig) -> EmbedderRouter:
 
 def build_store(config: RagConfig, router: EmbedderRouter | None = None) -> DocumentStore:
     return DocumentStore(config, router or build_router(config))
+
+
+def build_llm_handle(config: RagConfig):
+    """The configured LLM (embedded GGUF or OpenAI-compatible server, with fallback recorded)."""
+    from rag.llms import build_llm
+
+    return build_llm(config.llm, config.generation, DEFAULT_HOME)
+
+
+def build_reranker(config: RagConfig):
+    """A cross-encoder from ``rerank.model_path``, or None when rerank is off."""
+    if not config.rerank.enabled:
+        return None
+    from rag.embedders import build_cross_encoder
+
+    return build_cross_encoder(config.rerank.model_path)
+
+
+def build_pipeline(config: RagConfig, store: DocumentStore, *, with_llm: bool = False):
+    """A retrieval pipeline over ``store``; the LLM is loaded only when query enhancement needs it."""
+    from rag.pipeline import RetrievalPipeline
+
+    needs_llm = with_llm or config.query.rewrite or config.query.hyde
+    llm = build_llm_handle(config).llm if needs_llm else None
+    return RetrievalPipeline(store, llm=llm, reranker=build_reranker(config))

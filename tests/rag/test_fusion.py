@@ -5,7 +5,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from rag.config import RetrievalConfig
-from rag.fusion import (FusionRetriever, RetrievalError, annotate_node, normalize_scores,
+from rag.fusion import (FusionRetriever, RetrievalError, annotate_node, carry_max_relevance, normalize_scores,
                         reciprocal_rank_fusion, weighted_score_fusion)
 from rag.trace import QueryTrace
 
@@ -139,6 +139,19 @@ def test_weighted_fusion_single_element_list_counts_fully() -> None:
     assert fused[0].score == pytest.approx(1.0)
 
 
+def test_carry_max_relevance_across_variant_lists() -> None:
+    first = [annotate_node(_hit("a", 0.03), relevance=0.4), annotate_node(_hit("b", 0.02), relevance=0.9)]
+    second = [annotate_node(_hit("a", 0.03), relevance=0.7), _hit("c", 0.01)]
+    fused = reciprocal_rank_fusion([first, second])
+
+    carried = carry_max_relevance(fused, [first, second])
+
+    assert _ids(carried) == ["a", "b", "c"]
+    assert [n.node.metadata.get("relevance") for n in carried] == [0.7, 0.9, None]
+    assert fused[0].node.metadata["relevance"] == 0.4  # the fused input is left alone
+    assert [n.score for n in carried] == [n.score for n in fused]
+
+
 # --- annotate_node -----------------------------------------------------------------------------
 
 
@@ -168,7 +181,8 @@ def test_fusion_retriever_rrf_with_trace() -> None:
 
     nodes, trace = retriever.retrieve_with_trace("how are rankings fused together")
 
-    assert _ids(nodes) == ["c", "a", "d", "b"]  # c: 1/63 + 1/61
+    # c: 1/63 + 1/61, a: 1/61; b and d tie at 1/62 and b was seen first (vector runs first)
+    assert _ids(nodes) == ["c", "a", "b", "d"]
     assert [s.name for s in trace.stages] == ["vector", "bm25", "fusion"]
     assert [c.chunk_id for c in trace.get("bm25").candidates] == ["c", "d"]  # zero-score z dropped
     assert "dropped 1 hits with score <= 0" in trace.get("bm25").notes
@@ -207,7 +221,8 @@ def test_weighted_mode_uses_weights_and_top_k() -> None:
     assert _ids(nodes) == ["a", "b"]
 
 
-@pytest.mark.parametrize("query,tokens", [("BM25", 1), ("RRF fusion", 2), ("什么", 2)], ids=["one-word", "two-words", "cjk"])
+@pytest.mark.parametrize("query,tokens", [("BM25", 1), ("RRF fusion", 2), ("什么", 2)],
+                         ids=["one-word", "two-words", "cjk"])
 def test_short_query_goes_keyword_only(query: str, tokens: int) -> None:
     retriever, vector, bm25 = _retriever()
 

@@ -1,0 +1,186 @@
+"""``python -m rag eval``: retrieval quality of any pipeline mode on BEIR / SQuAD / CMRC2018 / CSV sets.
+
+Each corpus document is indexed as one chunk (its title and text) in a store of its own, built once
+into ``$CITEWISE_HOME/eval/`` and reused; the ranking of a query is the list of document ids of the
+retrieved chunks. Queries run through the same ``RetrievalPipeline`` the app uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rag.config import DEFAULT_HOME, RagConfig
+from rag.documents import Chunk
+from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset, load_dataset
+from rag.eval_metrics import aggregate, latency_percentiles
+from rag.language import detect_language
+from rag.pipeline import RetrievalPipeline
+from rag.store import DocumentStore
+
+logger = logging.getLogger(__name__)
+
+BASE_MODES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "bm25": {"sources": ("bm25",)},
+    "vector": {"sources": ("vector",)},
+    "hybrid-rrf": {"overrides": {"retrieval.hybrid": True, "retrieval.fusion": "rrf"}},
+    "hybrid-weighted": {"overrides": {"retrieval.hybrid": True, "retrieval.fusion": "weighted"}},
+}
+EXTENSIONS: dict[str, dict[str, Any]] = {
+    "rerank": {"rerank.enabled": True},
+    "mmr": {"mmr.enabled": True},
+    "rewrite": {"query.rewrite": True},
+    "hyde": {"query.hyde": True},
+}
+LLM_EXTENSIONS = {"rewrite", "hyde"}
+LLM_SAMPLE = 50
+EVAL_DEPTH = 20  # rankings are cut at 20 for recall@20
+
+
+def all_modes() -> list[str]:
+    modes = list(BASE_MODES)
+    modes += [f"{base}+{ext}" for base in ("bm25", "vector", "hybrid-rrf", "hybrid-weighted") for ext in EXTENSIONS]
+    return modes
+
+
+def mode_settings(mode: str, config: RagConfig) -> tuple[RagConfig, tuple[str, ...], bool]:
+    """The config, first-stage sources and whether an LLM is needed for ``mode``."""
+    base, *extensions = mode.split("+")
+    if base not in BASE_MODES or any(e not in EXTENSIONS for e in extensions):
+        raise ValueError(f"unknown mode {mode!r}; known: {', '.join(all_modes())}")
+    overrides: dict[str, Any] = dict(BASE_MODES[base].get("overrides", {}))
+    for extension in extensions:
+        overrides.update(EXTENSIONS[extension])
+    # rank deep enough for recall@20, and never let the LLM context budget cut a ranking
+    overrides["retrieval.top_k"] = EVAL_DEPTH
+    overrides["retrieval.candidate_k"] = max(config.retrieval.candidate_k, EVAL_DEPTH)
+    overrides["generation.max_context_tokens"] = 10**7
+    if "rerank" in extensions:
+        overrides["rerank.candidates"] = max(config.rerank.candidates, EVAL_DEPTH)
+        overrides["rerank.top_n"] = EVAL_DEPTH
+    sources = BASE_MODES[base].get("sources", ("vector", "bm25"))
+    return config.with_overrides(overrides), sources, bool(LLM_EXTENSIONS & set(extensions))
+
+
+def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = DEFAULT_HOME) -> DocumentStore:
+    """A store holding ``dataset.corpus``, built once per (corpus, embedding config) and reused."""
+    fingerprint = hashlib.sha256(json.dumps(
+        [sorted(dataset.corpus)[:50], len(dataset.corpus), repr(config.embedding)]).encode()).hexdigest()[:12]
+    folder = home / "eval" / f"{dataset.name}-{fingerprint}"
+    store_config = replace(config, storage=replace(config.storage, data_dir=str(folder), chroma_mode="embedded",
+                                                   collection="eval"))
+    store = DocumentStore(store_config, router)
+    marker = folder / "ready.json"
+    if marker.exists() and json.loads(marker.read_text()).get("documents") == len(dataset.corpus):
+        return store
+    logger.warning("indexing %d %s documents into %s (once)", len(dataset.corpus), dataset.name, folder)
+    started = time.perf_counter()
+    chunks = [_corpus_chunk(doc_id, entry) for doc_id, entry in dataset.corpus.items()]
+    by_spec: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_spec.setdefault(router.spec_for(chunk.language), []).append(chunk)
+    for spec, group in by_spec.items():
+        embedder = router.for_spec(spec)
+        model_id = str(getattr(embedder, "model_id", spec))
+        for start in range(0, len(group), 512):
+            batch = group[start:start + 512]
+            vectors = store.cache.embed(model_id, [c.text for c in batch], embedder.get_text_embedding_batch)
+            store.vectors.add(model_id, [c.chunk_id for c in batch], vectors, [c.text for c in batch],
+                              [c.metadata() for c in batch])
+            print(f"\r  embedded {min(start + 512, len(group))}/{len(group)} ({model_id})", end="", file=sys.stderr)
+        print(file=sys.stderr)
+    store.keywords.add_many({c.doc_id: [c] for c in chunks})
+    marker.write_text(json.dumps({"documents": len(dataset.corpus), "seconds": time.perf_counter() - started}))
+    return store
+
+
+def _corpus_chunk(doc_id: str, entry: dict[str, str]) -> Chunk:
+    text = "\n".join(part for part in (entry.get("title", ""), entry.get("text", "")) if part)
+    return Chunk(chunk_id=f"{doc_id}#0", doc_id=doc_id, file_name=entry.get("title", "") or doc_id, text=text,
+                 index=0, page_start=1, page_end=1, char_start=0, char_end=len(text),
+                 language=detect_language(text))
+
+
+def evaluate(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfig, mode: str, *,
+             limit: int | None = None, progress: Any = None) -> dict[str, Any]:
+    mode_config, sources, needs_llm = mode_settings(mode, config)
+    note = ""
+    if needs_llm and pipeline.llm is None:
+        raise ValueError(f"mode {mode} needs an LLM (query rewrite / HyDE)")
+    if needs_llm and (limit is None or limit > LLM_SAMPLE):
+        limit = LLM_SAMPLE
+        note = f"LLM mode: ran on a random sample of {LLM_SAMPLE} queries (seed 0)"
+    if limit:
+        dataset = dataset.subset(limit)
+        note = note or f"ran on a random sample of {len(dataset.queries)} queries (seed 0)"
+    runs: dict[str, list[str]] = {}
+    latencies: list[float] = []
+    fallbacks: dict[str, int] = {}
+    for i, (qid, query) in enumerate(dataset.queries.items()):
+        started = time.perf_counter()
+        result = pipeline.retrieve(query, mode_config, sources=sources)
+        latencies.append((time.perf_counter() - started) * 1000)
+        runs[qid] = list(dict.fromkeys(n.node.metadata["doc_id"] for n in result.nodes))[:EVAL_DEPTH]
+        for stage in result.trace.fallback_reasons:
+            fallbacks[stage] = fallbacks.get(stage, 0) + 1
+        if progress:
+            progress(i + 1, len(dataset.queries))
+    metrics = aggregate(runs, {q: dataset.qrels.get(q, {}) for q in dataset.queries})
+    return {
+        "dataset": dataset.name,
+        "mode": mode,
+        "n_queries": len(dataset.queries),
+        "metrics": {k: round(v, 4) for k, v in metrics.items()},
+        "latency_ms": {k: round(v, 2) for k, v in latency_percentiles(latencies).items()},
+        "note": note,
+        "fallbacks": fallbacks,
+    }
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    metrics = report["metrics"]
+    header = "| dataset | mode | queries | " + " | ".join(metrics) + " | p50 ms | p95 ms | p99 ms |"
+    rule = "|" + "---|" * (len(metrics) + 6)
+    lat = report["latency_ms"]
+    row = (f"| {report['dataset']} | {report['mode']} | {report['n_queries']} | "
+           + " | ".join(f"{v:.3f}" for v in metrics.values())
+           + f" | {lat['p50']:.1f} | {lat['p95']:.1f} | {lat['p99']:.1f} |")
+    lines = [header, rule, row]
+    if report.get("note"):
+        lines.append(f"\n{report['note']}")
+    if report.get("fallbacks"):
+        lines.append("fallbacks: " + ", ".join(f"{k} x{v}" for k, v in report["fallbacks"].items()))
+    return "\n".join(lines)
+
+
+def main(argv: list[str], config: RagConfig) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rag eval")
+    parser.add_argument("--dataset", required=True, help="scifact, squad, cmrc2018, or a BEIR folder / SQuAD json / CSV")
+    parser.add_argument("--mode", default="default", help="; ".join(all_modes()))
+    parser.add_argument("--limit", type=int, default=None, help="evaluate a random sample of N queries")
+    parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    from rag.runtime import build_pipeline, build_router
+
+    try:
+        dataset = load_dataset(args.dataset, args.data_root)
+        _, _, needs_llm = mode_settings(args.mode, config)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    router = build_router(config)
+    store = eval_store(dataset, config, router)
+    pipeline = build_pipeline(config, store, with_llm=needs_llm)
+    report = evaluate(dataset, pipeline, config, args.mode, limit=args.limit)
+    print(json.dumps(report, ensure_ascii=False) if args.json else format_markdown(report))
+    return 0
