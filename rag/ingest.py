@@ -59,11 +59,11 @@ def validate_file_name(name: str) -> str:
     if not name or not name.strip():
         raise IngestError("the file has no name")
     if "/" in name or "\\" in name or "\x00" in name:
-        raise IngestError(f"file name {name!r} contains a path separator; upload the file itself, not a path")
+        raise IngestError(f"file name “{name}” contains a path separator; upload the file itself, not a path")
     if name in (".", "..") or ".." in name:
-        raise IngestError(f"file name {name!r} contains '..'; rename the file")
+        raise IngestError(f"file name “{name}” contains '..'; rename the file")
     if re.search(r"[<>]", name):
-        raise IngestError(f"file name {name!r} contains HTML characters (< or >); rename the file")
+        raise IngestError(f"file name “{name}” contains HTML characters (< or >); rename the file")
     if len(name) > 255:
         raise IngestError("file name is longer than 255 characters; rename the file")
     if not name.lower().endswith(SUPPORTED_SUFFIXES):

@@ -1,0 +1,159 @@
+"""The retrieval pipeline over a real store (Chroma + bm25s) with a fast fake embedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag.config import RagConfig
+from rag.documents import Chunk
+from rag.pipeline import QueryError, RetrievalPipeline
+from rag.store import DocumentStore
+from tests.fakes import ScriptedLLM
+
+PASSAGES = {
+    "med": ["Ibuprofen reduces fever and inflammation in adults.",
+            "The maximum daily dose of ibuprofen for adults is 1200 mg without a prescription.",
+            "Paracetamol is an alternative for patients with stomach ulcers."],
+    "fin": ["Revenue grew 12 percent in the first quarter of 2022.",
+            "Operating costs rose because of higher fuel prices."],
+    "zh": ["布洛芬每日最大剂量为1200毫克。", "公司2019年营业收入增长百分之十二。"],
+}
+
+
+def _load(store: DocumentStore) -> None:
+    for doc_id, texts in PASSAGES.items():
+        language = "zh" if doc_id == "zh" else "en"
+        chunks = [Chunk(chunk_id=f"{doc_id}:{i}", doc_id=doc_id, file_name=f"{doc_id}.pdf", text=t, index=i,
+                        page_start=i + 1, page_end=i + 1, char_start=0, char_end=len(t), language=language)
+                  for i, t in enumerate(texts)]
+        embedder = store.router.for_language(language)
+        vectors = embedder.get_text_embedding_batch([c.text for c in chunks])
+        store.write_chunks(doc_id, {embedder.model_id: (chunks, vectors)})
+        from rag.documents import DocumentRecord
+
+        store.registry.upsert(DocumentRecord(doc_id=doc_id, file_name=f"{doc_id}.pdf", sha256=doc_id,
+                                             status="completed", chunks=len(chunks)))
+
+
+@pytest.fixture
+def loaded(store: DocumentStore) -> DocumentStore:
+    _load(store)
+    return store
+
+
+def test_hybrid_retrieval_traces_every_stage(loaded: DocumentStore, config: RagConfig) -> None:
+    result = RetrievalPipeline(loaded).retrieve("maximum daily dose of ibuprofen", config)
+    assert result.nodes[0].node.node_id == "med:1"
+    names = [s.name for s in result.trace.stages]
+    assert names[:3] == ["vector", "bm25", "fusion"] and names[-1] == "final"
+    trace = result.trace.to_dict()
+    assert trace["stages"][1]["candidates"][0]["chunk_id"] == "med:1"
+    assert all(0.0 <= n.node.metadata["relevance"] <= 1.0 for n in result.nodes)
+
+
+def test_doc_filter_and_unknown_ids(loaded: DocumentStore, config: RagConfig) -> None:
+    pipeline = RetrievalPipeline(loaded)
+    result = pipeline.retrieve("revenue growth and fuel costs", config, doc_ids=["fin"])
+    assert result.nodes and {n.node.metadata["doc_id"] for n in result.nodes} == {"fin"}
+    with pytest.raises(QueryError, match="unknown or unfinished documents.*nope"):
+        pipeline.retrieve("revenue", config, doc_ids=["nope"])
+
+
+def test_chinese_query_finds_the_chinese_chunk(loaded: DocumentStore, config: RagConfig) -> None:
+    result = RetrievalPipeline(loaded).retrieve("布洛芬的最大剂量是多少", config)
+    assert result.nodes[0].node.node_id == "zh:0"
+
+
+@pytest.mark.parametrize("query", ["", "   \n\t "])
+def test_empty_queries_are_refused(loaded: DocumentStore, config: RagConfig, query: str) -> None:
+    with pytest.raises(QueryError, match="empty"):
+        RetrievalPipeline(loaded).retrieve(query, config)
+
+
+def test_a_huge_query_is_refused_with_the_limit(loaded: DocumentStore, config: RagConfig) -> None:
+    with pytest.raises(QueryError, match="20,000 characters.*limit is 4,000"):
+        RetrievalPipeline(loaded).retrieve("x" * 20_000, config)
+
+
+def test_empty_index_gives_a_reason(store: DocumentStore, config: RagConfig) -> None:
+    result = RetrievalPipeline(store).retrieve("anything at all", config)
+    assert result.nodes == [] and "No documents are indexed" in result.empty_reason
+
+
+def test_short_query_goes_keyword_only(loaded: DocumentStore, config: RagConfig) -> None:
+    result = RetrievalPipeline(loaded).retrieve("paracetamol", config)
+    assert [s.name for s in result.trace.stages][:2] == ["bm25", "fusion"]
+    assert "keyword only" in result.trace.get("fusion").fallback_reason
+    assert result.nodes[0].node.node_id == "med:2"
+
+
+def test_vector_failure_degrades_to_keywords(loaded: DocumentStore, config: RagConfig, monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise ConnectionError("chroma is down")
+
+    monkeypatch.setattr(loaded.vectors, "query", broken)
+    result = RetrievalPipeline(loaded).retrieve("maximum daily dose of ibuprofen", config)
+    assert result.nodes[0].node.node_id == "med:1"
+    assert "vector failed" in result.trace.get("fusion").fallback_reason
+
+
+def test_bm25_failure_degrades_to_vectors(loaded: DocumentStore, config: RagConfig, monkeypatch) -> None:
+    monkeypatch.setattr(loaded.keywords, "search", lambda *a, **k: (_ for _ in ()).throw(OSError("index gone")))
+    result = RetrievalPipeline(loaded).retrieve("maximum daily dose of ibuprofen", config)
+    assert result.nodes and "bm25 failed" in result.trace.get("fusion").fallback_reason
+
+
+def test_threshold_can_empty_the_result_with_a_reason(loaded: DocumentStore, config: RagConfig) -> None:
+    strict = config.with_overrides({"retrieval.similarity_threshold": "1.0", "retrieval.hybrid": "false"})
+    result = RetrievalPipeline(loaded).retrieve("weather on mars tomorrow", strict)
+    assert result.nodes == [] and "below the relevance threshold" in result.empty_reason
+
+
+def test_results_are_cached_until_documents_change(loaded: DocumentStore, config: RagConfig) -> None:
+    pipeline = RetrievalPipeline(loaded)
+    assert not pipeline.retrieve("operating costs and fuel", config).cached
+    assert pipeline.retrieve("operating costs and fuel", config).cached
+    loaded.delete("med")
+    assert not pipeline.retrieve("operating costs and fuel", config).cached
+
+
+def test_rewrite_and_hyde_use_the_llm_and_record_fallbacks(loaded: DocumentStore, config: RagConfig) -> None:
+    enhanced = config.with_overrides({"query.rewrite": "true", "query.hyde": "true", "query.variants": "2"})
+    llm = ScriptedLLM(replies=['{"variants": ["ibuprofen adult dose limit", "how much ibuprofen per day"], '
+                               '"key_concepts": ["ibuprofen"], "synonyms": ["Advil"], "search_terms": ["dose"]}',
+                               "Adults may take up to 1200 mg of ibuprofen per day."])
+    result = RetrievalPipeline(loaded, llm=llm).retrieve("what is the most ibuprofen I can take", enhanced)
+    assert result.nodes[0].node.node_id == "med:1"
+    assert "ibuprofen adult dose limit" in result.details["rewrite"]["variants"]
+    assert result.trace.get("hyde") and not result.trace.get("hyde").fallback_reason
+
+    no_llm = RetrievalPipeline(loaded).retrieve("what is the most ibuprofen I can take", enhanced)
+    assert "no LLM" in no_llm.trace.get("rewrite").fallback_reason
+    assert no_llm.nodes  # still answers with the raw query
+
+
+def test_mmr_stage_runs_with_the_configured_lambda(loaded: DocumentStore, config: RagConfig) -> None:
+    with_mmr = config.with_overrides({"mmr.enabled": "true", "mmr.lambda_mult": "0.3", "retrieval.top_k": "3"})
+    result = RetrievalPipeline(loaded).retrieve("ibuprofen dose fever adults", with_mmr)
+    assert result.trace.get("mmr") is not None and len(result.nodes) <= 3
+
+
+def test_rerank_uses_the_injected_scorer(loaded: DocumentStore, config: RagConfig) -> None:
+    class PrefersParacetamol:
+        def predict(self, pairs):
+            return [1.0 if "Paracetamol" in text else 0.0 for _, text in pairs]
+
+    rerank = config.with_overrides({"rerank.enabled": "true", "rerank.model_path": "/unused"})
+    result = RetrievalPipeline(loaded, reranker=PrefersParacetamol()).retrieve("ibuprofen dose for adults", rerank)
+    assert result.nodes[0].node.node_id == "med:2"
+    assert result.trace.get("rerank") is not None
+
+
+def test_context_budget_limits_the_final_nodes(loaded: DocumentStore, config: RagConfig) -> None:
+    tight = config.with_overrides({"generation.max_context_tokens": "64", "retrieval.top_k": "5"})
+    result = RetrievalPipeline(loaded).retrieve("ibuprofen dose fever adults paracetamol", tight)
+    from rag.language import count_tokens
+
+    assert sum(count_tokens(n.node.get_content()) for n in result.nodes) <= 64
