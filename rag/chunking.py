@@ -117,12 +117,14 @@ def _semantic(text: str, config: ChunkingConfig, embed_fn: EmbedFn | None) -> li
     if embed_fn is None:
         raise ValueError("the semantic chunking strategy needs an embedder: pass embed_fn "
                          "(a function from texts to an array of embeddings)")
-    units = [piece for piece in sentences(text, 0, len(text), config.chunk_size) if text[piece.start:piece.end].strip()]
+    units = [piece for piece in sentences(text, 0, len(text), config.chunk_size)
+             if text[piece.start:piece.end].strip()]
     if not units:
         return []
     groups = [units]
     if len(units) > 2:
-        vectors = np.asarray(embed_fn([text[unit.start:unit.end].strip() for unit in units]), dtype=np.float32)
+        texts = [text[unit.start:unit.end].strip() for unit in units]
+        vectors = np.asarray(embed_fn(texts), dtype=np.float32)
         if vectors.ndim != 2 or len(vectors) != len(units):
             raise ValueError(f"embed_fn returned shape {vectors.shape} for {len(units)} sentences; "
                              "expected (sentences, dimensions)")

@@ -16,7 +16,10 @@ logger = logging.getLogger("rag")
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "passes_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.rest = extra
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -60,14 +63,13 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true")
     search.set_defaults(handler=_cmd_search)
 
-    evaluate = commands.add_parser("eval", help="retrieval quality on a benchmark dataset", add_help=False)
-    evaluate.add_argument("rest", nargs=argparse.REMAINDER)
-    evaluate.set_defaults(handler=_cmd_eval)
+    evaluate = commands.add_parser("eval", help="retrieval quality on a benchmark dataset (--help for options)",
+                                   add_help=False)
+    evaluate.set_defaults(handler=_cmd_eval, passes_extra=True)
 
     bench = commands.add_parser("bench", help="benchmarks that print figures")
     bench.add_argument("what", choices=["ingest", "llm", "query"])
-    bench.add_argument("rest", nargs=argparse.REMAINDER)
-    bench.set_defaults(handler=_cmd_bench)
+    bench.set_defaults(handler=_cmd_bench, passes_extra=True)
     return parser
 
 

@@ -21,6 +21,9 @@ CLAUSE_RE = re.compile(r"[，、：]\s*|[,:]\s+")
 SPACE_RE = re.compile(r"\s+")
 SEPARATORS: tuple[re.Pattern[str], ...] = (PARAGRAPH_RE, LINE_RE, SENTENCE_RE, CLAUSE_RE, SPACE_RE)
 _SENTENCE_BOUNDARIES = re.compile(f"{PARAGRAPH_RE.pattern}|{SENTENCE_RE.pattern}")
+# A chunk may hold at most this many characters per token of its budget. Ordinary prose never gets
+# near it; it stops a 50 kB base64 blob or URL (one "token") from becoming one giant chunk.
+MAX_CHARS_PER_TOKEN = 12
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def recursive_split(text: str, start: int, end: int, size: int, level: int = 0) 
     single characters, so a run of CJK text with no punctuation still splits.
     """
     whole = span(text, start, end)
-    if whole.tokens <= size:
+    if _fits(whole, size):
         return [whole]
     if level >= len(SEPARATORS):
         return [span(text, position, position + 1) for position in range(start, end)]
@@ -60,18 +63,22 @@ def recursive_split(text: str, start: int, end: int, size: int, level: int = 0) 
         return recursive_split(text, start, end, size, level + 1)
     result: list[Span] = []
     for piece in pieces:
-        if piece.tokens <= size:
+        if _fits(piece, size):
             result.append(piece)
         else:
             result.extend(recursive_split(text, piece.start, piece.end, size, level + 1))
     return result
 
 
+def _fits(piece: Span, size: int) -> bool:
+    return piece.tokens <= size and piece.end - piece.start <= size * MAX_CHARS_PER_TOKEN
+
+
 def sentences(text: str, start: int, end: int, max_tokens: int) -> list[Span]:
     """Sentence spans (English and CJK ends, paragraph breaks); overlong ones are split further."""
     result: list[Span] = []
     for piece in cut(text, start, end, _SENTENCE_BOUNDARIES):
-        if piece.tokens <= max_tokens:
+        if _fits(piece, max_tokens):
             result.append(piece)
         else:
             result.extend(recursive_split(text, piece.start, piece.end, max_tokens, level=1))
@@ -80,7 +87,8 @@ def sentences(text: str, start: int, end: int, max_tokens: int) -> list[Span]:
 
 def pack(text: str, pieces: list[Span], size: int, overlap: int, *, partial_overlap: bool = True
          ) -> list[tuple[int, int]]:
-    """Greedily pack consecutive pieces into spans of at most ``size`` tokens.
+    """Greedily pack consecutive pieces into spans of at most ``size`` tokens (and
+    ``size * MAX_CHARS_PER_TOKEN`` characters).
 
     Each span after the first starts up to ``overlap`` tokens before the previous one ended: at a
     piece boundary when that gives at least half the overlap, otherwise (if ``partial_overlap``) at
@@ -89,10 +97,12 @@ def pack(text: str, pieces: list[Span], size: int, overlap: int, *, partial_over
     spans: list[tuple[int, int]] = []
     if not pieces:
         return spans
+    max_chars = size * MAX_CHARS_PER_TOKEN
     head, first = pieces[0], 0
     while True:
         total, nxt = head.tokens, first + 1
-        while nxt < len(pieces) and total + pieces[nxt].tokens <= size:
+        while (nxt < len(pieces) and total + pieces[nxt].tokens <= size
+               and pieces[nxt].end - head.start <= max_chars):
             total += pieces[nxt].tokens
             nxt += 1
         spans.append((head.start, pieces[nxt - 1].end))
@@ -100,6 +110,8 @@ def pack(text: str, pieces: list[Span], size: int, overlap: int, *, partial_over
             return spans
         budget = min(overlap, size - pieces[nxt].tokens, total // 2)
         head, first = _overlap_head(text, pieces, first, nxt, head, budget, partial_overlap)
+        if pieces[nxt].end - head.start > max_chars:  # the overlap would crowd out the next piece
+            head, first = pieces[nxt], nxt
 
 
 def _overlap_head(text: str, pieces: list[Span], first: int, nxt: int, head: Span, budget: int,

@@ -1,8 +1,8 @@
 """Small, deterministic test documents written as real files.
 
 Every ``make_*`` function writes one file into ``directory`` and returns its path. Contents are fixed
-(no dates, no random IDs), so the same call always produces the same bytes and tests can assert on
-the known sentences exported below.
+(no dates, no random IDs), so the same call produces the same bytes (except the encrypted PDF) and
+tests can assert on the known sentences exported below.
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ def make_injection_pdf(directory: Path, name: str = "injection.pdf") -> Path:
 
 
 def make_encrypted_pdf(directory: Path, name: str = "encrypted.pdf", password: str = "secret") -> Path:
-    """A one-page PDF that needs ``password`` to open (AES-256)."""
+    """A one-page PDF that needs ``password`` to open (AES-256). The only fixture whose bytes differ
+    between calls: MuPDF draws a fresh random key/IV on every encrypted save."""
     doc = pymupdf.open()
     page = doc.new_page(width=_PAGE.width, height=_PAGE.height)
     _textbox(page, _TOP, "This text is protected by a password.", "helv", 11)

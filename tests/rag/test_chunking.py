@@ -41,7 +41,7 @@ def one_page_doc(text: str, sections: list[Section] | None = None, name: str = "
 
 
 def numbered_sentences(count: int, words: int = 9) -> str:
-    filler = " ".join(["word"] * (words - 3))
+    filler = " ".join(["word"] * (words - 2))
     return " ".join(f"Sentence {n} {filler}." for n in range(count))
 
 
@@ -194,7 +194,8 @@ def test_section_chunks_never_cross_sections(english: ParsedDocument) -> None:
 
 def test_section_preamble_uses_the_title_and_bare_headings_are_skipped() -> None:
     text = "Preface text before any heading.\n\nPart One\n\nChapter A\n\nBody of chapter A."
-    sections = [Section("Part One", 1, 1, text.index("Part One")), Section("Chapter A", 2, 1, text.index("Chapter A"))]
+    sections = [Section("Part One", 1, 1, text.index("Part One")),
+                Section("Chapter A", 2, 1, text.index("Chapter A"))]
     doc = one_page_doc(text, sections, name="book.md")
     chunks = chunk_document(doc, "d", ChunkingConfig(strategy="section"))
     assert [(chunk.text, chunk.heading_path) for chunk in chunks] == [
@@ -214,7 +215,8 @@ def test_other_strategies_take_the_heading_path_at_the_chunk_start(english: Pars
     chunks = chunk_document(english, "d", ChunkingConfig(chunk_size=32, chunk_overlap=0))
     paths = heading_paths(english.sections)
     for chunk in chunks:
-        before = [path for section, path in zip(english.sections, paths) if section.offset <= chunk.char_start]
+        before = [path for section, path in zip(english.sections, paths)
+                  if section.offset <= chunk.char_start]
         assert chunk.heading_path == (before[-1] if before else "")
 
 
@@ -222,11 +224,12 @@ def test_other_strategies_take_the_heading_path_at_the_chunk_start(english: Pars
 
 
 def test_pages_are_computed_from_offsets() -> None:
-    pages = [Page(number=n, text=numbered_sentences(3).replace("Sentence", f"P{n}")) for n in (1, 2, 3)]
+    pages = [Page(number=n, text=numbered_sentences(1, words=12).replace("Sentence", f"P{n}"))
+             for n in range(1, 6)]  # 12 tokens a page
     doc = ParsedDocument(file_name="p.pdf", file_type="pdf", pages=pages)
-    chunks = chunk_document(doc, "d", ChunkingConfig(chunk_size=40, chunk_overlap=0))
-    assert [(chunk.page_start, chunk.page_end) for chunk in chunks] == [(1, 2), (2, 3), (3, 3)]
-    assert chunks[0].text.startswith("P1 0") and "P2 0" in chunks[0].text
+    chunks = chunk_document(doc, "d", ChunkingConfig(chunk_size=32, chunk_overlap=0))
+    assert [(chunk.page_start, chunk.page_end) for chunk in chunks] == [(1, 2), (3, 4), (5, 5)]
+    assert chunks[0].text.startswith("P1 0") and "\n\nP2 0" in chunks[0].text
 
 
 # --- semantic ---------------------------------------------------------------------------------------
@@ -268,7 +271,7 @@ def test_semantic_rejects_a_wrong_embedding_shape() -> None:
 
 
 def test_parent_child_children_carry_their_parent() -> None:
-    doc = one_page_doc("\n\n".join(numbered_sentences(6) for _ in range(10)))
+    doc = one_page_doc("\n\n".join(numbered_sentences(6).replace("Sentence", f"P{n}s") for n in range(10)))
     config = ChunkingConfig(strategy="parent_child", chunk_size=32, chunk_overlap=4, parent_chunk_size=120)
     chunks = chunk_document(doc, "d", config)
     check_invariants(doc, chunks, config, "d")
@@ -287,3 +290,22 @@ def test_chunks_from_a_real_file_round_trip_through_metadata(tmp_path: Path) -> 
     doc = parse_file(fixtures.make_markdown(tmp_path))
     for chunk in chunk_document(doc, "md1", ChunkingConfig(strategy="section")):
         assert Chunk.from_metadata(chunk.text, chunk.metadata()) == chunk
+
+
+def test_one_giant_token_is_still_split_by_characters() -> None:
+    blob = "QUJD" * 2000  # 8000 characters of base64: a single "token"
+    doc = one_page_doc(f"Attachment follows. {blob} End of attachment.")
+    config = ChunkingConfig(chunk_size=40, chunk_overlap=5)
+    chunks = chunk_document(doc, "d", config)
+    check_invariants(doc, chunks, config, "d")
+    assert max(len(chunk.text) for chunk in chunks) <= 40 * 12
+    assert "".join(doc.full_text[c.char_start:c.char_end] for c in chunks).count("QUJD") >= 2000
+
+
+def test_long_numeric_tables_respect_the_character_cap() -> None:
+    doc = one_page_doc("\n".join(f"{n:,}.{n % 100:02d}" for n in range(1_000_000, 1_000_400)))
+    config = ChunkingConfig(chunk_size=220, chunk_overlap=0)
+    chunks = chunk_document(doc, "d", config)
+    check_invariants(doc, chunks, config, "d")
+    assert_covers_every_token(doc, chunks)
+    assert all(len(chunk.text) <= 220 * 12 for chunk in chunks)
