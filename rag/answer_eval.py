@@ -298,7 +298,10 @@ def _score_backend(engine: Any, config: RagConfig, chosen: list[QAItem], held_ou
         rows.append({"qid": item.qid, "question": item.question, "gold": item.answers[:3], "answer": result.answer,
                      "abstained": result.abstained, "f1": round(f1s[-1], 3),
                      "citations": [(c.n, c.page) for c in result.citations], "gold_page_hit": hit,
-                     "ttft_ms": result.timings.get("ttft_ms"), "error": result.error})
+                     "ttft_ms": result.timings.get("ttft_ms"), "tokens": result.timings.get("tokens"),
+                     "tokens_per_s": result.timings.get("tokens_per_s"),
+                     "prompt_tokens_evaluated": result.timings.get("prompt_tokens_evaluated"),
+                     "context_tokens": result.timings.get("context_tokens"), "error": result.error})
     abstentions = []
     for item in held_out:
         result = engine.answer(item.question, config)

@@ -177,7 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                "--cache-dir", str(args.cache_dir), "--threads", str(args.threads)]
         child = subprocess.run(cmd, capture_output=True, text=True)
         if child.returncode != 0:
-            print(f"error: {name}: {child.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+            last = (child.stderr.strip().splitlines() or ["no output"])[-1]
+            print(f"error: {name}: {last}", file=sys.stderr)
             status = 1
             continue
         results.extend(json.loads(child.stdout.strip().splitlines()[-1]))

@@ -51,7 +51,8 @@ def small_llm():
     pytest.importorskip("llama_cpp")
     from rag.llms import build_llm
 
-    handle = build_llm(LLMConfig(embedded_model=SMALL_LLM, n_ctx=2048),
+    # One thread: with both cores busy (shared CI), llama.cpp's spinning 2-thread pool was 7x slower.
+    handle = build_llm(LLMConfig(embedded_model=SMALL_LLM, n_ctx=2048, n_threads=1),
                        GenerationConfig(max_answer_tokens=48, temperature=0.0), DEFAULT_HOME)
     assert handle.backend_used == "embedded" and handle.model_name == SMALL_LLM
     return handle.llm

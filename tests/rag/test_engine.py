@@ -219,3 +219,16 @@ def test_uncited_sentence_is_matched_to_its_source(store, docs, small_chunks) ->
     llm = ScriptedLLM(replies=["The maximum daily dose of ibuprofen for adults is 1200 milligrams."])
     result = _engine(store, llm).answer(EN_Q, small_chunks)
     assert result.citations and result.citations[0].inferred and result.citations[0].page == 2
+
+
+def test_cli_commands_register_with_handlers() -> None:
+    import argparse
+
+    from rag.cli_answer import add_commands, cmd_ask, cmd_eval_answers
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["ask", "What is it?", "--doc", "a", "--doc", "b", "--json"])
+    assert args.handler is cmd_ask and args.doc_ids == ["a", "b"] and args.json
+    args = parser.parse_args(["eval-answers", "--dataset", "cmrc2018", "--n", "5"])
+    assert args.handler is cmd_eval_answers and args.n == 5 and args.dataset == "cmrc2018"

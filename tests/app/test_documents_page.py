@@ -1,0 +1,82 @@
+"""The Documents page in Streamlit's AppTest: upload, background ingest, table, inspect, delete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import rag.runtime
+from rag.embedding_router import EmbedderRouter
+from tests import fixtures
+from tests.fakes import HashEmbedding
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(rag.runtime, "build_router", lambda config: EmbedderRouter(
+        config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")))
+    st.cache_resource.clear()
+    yield AppTest.from_file(APP, default_timeout=60)
+    st.cache_resource.clear()
+
+
+def _queue():
+    from ui.resources import _ingest_queue
+
+    return _ingest_queue
+
+
+def test_upload_ingests_in_the_background_and_lists_the_document(app: AppTest, tmp_path: Path) -> None:
+    app.run()
+    assert not app.exception
+    assert any("No documents yet" in info.value for info in app.info)
+
+    pdf = fixtures.make_english_pdf(tmp_path)
+    broken = fixtures.make_corrupt_pdf(tmp_path)
+    app.file_uploader[0].set_value([(pdf.name, pdf.read_bytes(), "application/pdf"),
+                                    (broken.name, broken.read_bytes(), "application/pdf")])
+    app.button[0].click().run()  # the form's submit button
+    from ui.resources import base_config, get_ingest_queue
+
+    get_ingest_queue(base_config()).wait(timeout=120)
+    app.run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    statuses = dict(zip(table["name"], table["status"]))
+    assert statuses == {pdf.name: "completed", broken.name: "failed"}
+    assert "damaged" in table.loc[table["name"] == broken.name, "error"].item()
+
+
+def test_duplicate_upload_is_reported(app: AppTest, tmp_path: Path) -> None:
+    pdf = fixtures.make_english_pdf(tmp_path)
+    app.run()
+    from ui.resources import base_config, get_ingest_queue
+
+    for _ in range(2):
+        app.file_uploader[0].set_value([(pdf.name, pdf.read_bytes(), "application/pdf")])
+        app.button[0].click().run()
+        get_ingest_queue(base_config()).wait(timeout=120)
+    app.run()
+    assert len(app.dataframe[0].value) == 1
+    assert any("already stored" in info.value for info in app.info)
+
+
+def test_delete_removes_the_document(app: AppTest, tmp_path: Path) -> None:
+    pdf = fixtures.make_english_pdf(tmp_path)
+    app.run()
+    from ui.resources import base_config, get_ingest_queue
+
+    app.file_uploader[0].set_value([(pdf.name, pdf.read_bytes(), "application/pdf")])
+    app.button[0].click().run()
+    get_ingest_queue(base_config()).wait(timeout=120)
+    app.run()
+    delete = next(b for b in app.button if b.label == "Delete")
+    delete.click().run()
+    assert not app.exception
+    assert any("No documents yet" in info.value for info in app.info)
