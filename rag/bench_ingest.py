@@ -30,10 +30,13 @@ def main(argv: list[str], config: RagConfig) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag bench ingest")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     parser.add_argument("--lang", choices=["en", "zh", "all"], default="all")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="only files whose name contains TEXT (repeatable)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     folders = [args.data_root / "pdfs" / lang for lang in (("en", "zh") if args.lang == "all" else (args.lang,))]
-    files = [p for folder in folders for p in sorted(folder.glob("*.pdf"))]
+    files = [p for folder in folders for p in sorted(folder.glob("*.pdf"))
+             if not args.only or any(text in p.name for text in args.only)]
     if not files:
         print(f"no PDFs under {', '.join(map(str, folders))}")
         return 1

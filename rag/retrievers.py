@@ -43,6 +43,20 @@ class QueryEmbeddingCache:
         return vector
 
 
+def prime_query_cache(cache: QueryEmbeddingCache, router: EmbedderRouter, model_ids: Iterable[str],
+                      queries: Sequence[str]) -> None:
+    """Embed many queries in batches ahead of time (evaluation runs thousands of them)."""
+    for model_id in model_ids:
+        embedder = router.for_model_id(model_id)
+        batch = getattr(embedder, "get_query_embedding_batch", None)
+        if embedder is None or batch is None:
+            continue
+        for start in range(0, len(queries), 256):
+            texts = list(queries[start:start + 256])
+            for text, vector in zip(texts, batch(texts)):
+                cache.get(model_id, text, lambda _text, vector=vector: vector)
+
+
 def chunk_node(chunk: Chunk, score: float) -> NodeWithScore:
     return NodeWithScore(node=chunk.to_node(), score=score)
 
@@ -95,14 +109,17 @@ class VectorRetriever(BaseRetriever):
 class KeywordRetriever(BaseRetriever):
     """BM25 over the persisted index; hits that share no token with the query are dropped."""
 
-    def __init__(self, keywords: KeywordIndex, *, top_k: int, doc_ids: Iterable[str] | None = None) -> None:
+    def __init__(self, keywords: KeywordIndex, *, top_k: int, doc_ids: Iterable[str] | None = None,
+                 phrase_weight: float = 0.5) -> None:
         super().__init__()
         self._keywords = keywords
+        self._phrase_weight = phrase_weight
         self._top_k = top_k
         self._doc_ids = None if doc_ids is None else list(doc_ids)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._keywords.search(query_bundle.query_str, self._top_k, doc_ids=self._doc_ids)
+        hits = self._keywords.search(query_bundle.query_str, self._top_k, doc_ids=self._doc_ids,
+                                     phrase_weight=self._phrase_weight)
         chunks = self._keywords.get([h.chunk_id for h in hits])
         return [chunk_node(chunks[h.chunk_id], h.score) for h in hits if h.chunk_id in chunks]
 

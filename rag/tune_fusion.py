@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -20,14 +21,16 @@ from rag.eval_data import DEFAULT_DATA_ROOT, load_dataset
 from rag.eval_metrics import aggregate
 from rag.evaluate import eval_store
 from rag.fusion import reciprocal_rank_fusion, weighted_score_fusion
-from rag.retrievers import KeywordRetriever, VectorRetriever
+from rag.retrievers import KeywordRetriever, QueryEmbeddingCache, VectorRetriever, prime_query_cache
 from rag.runtime import build_router
 
 DEPTH = 50
 
 
 def candidate_lists(dataset, store) -> dict[str, tuple[list[tuple[str, float]], list[tuple[str, float]]]]:
-    vector = VectorRetriever(store.vectors, store.router, top_k=DEPTH)
+    cache = QueryEmbeddingCache(size=len(dataset.queries) + 10)
+    prime_query_cache(cache, store.router, store.vectors.model_ids(), list(dataset.queries.values()))
+    vector = VectorRetriever(store.vectors, store.router, top_k=DEPTH, cache=cache)
     keyword = KeywordRetriever(store.keywords, top_k=DEPTH)
     lists = {}
     for i, (qid, query) in enumerate(dataset.queries.items()):
@@ -71,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--lists", type=Path, help="save/load the retrieved candidate lists here (pickle)")
     args = parser.parse_args(argv)
     config = load_config()
     dataset = load_dataset(args.dataset, args.data_root)
@@ -78,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         dataset = dataset.subset(args.limit)
     store = eval_store(dataset, config, build_router(config))
     started = time.perf_counter()
-    lists = candidate_lists(dataset, store)
+    if args.lists and args.lists.exists():
+        lists = pickle.loads(args.lists.read_bytes())
+    else:
+        lists = candidate_lists(dataset, store)
+        if args.lists:
+            args.lists.write_bytes(pickle.dumps(lists))
     rows = []
     for name, setting in settings():
         runs = {qid: fuse(pair, setting)[:20] for qid, pair in lists.items()}

@@ -46,3 +46,14 @@ def test_persists_and_deletes_incrementally(tmp_path: Path) -> None:
     assert reopened.search("gamma", k=5) == []
     reopened.delete("d2")
     assert len(reopened) == 0 and reopened.search("delta", k=5) == []
+
+
+def test_shared_phrases_outrank_scattered_words(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "bm25")
+    index.add("d", _chunks("d", "The bank river flooded; a new york times reporter saw the river bank.",
+                           "The river bank in New York flooded."))
+    scattered, phrase = "d:0", "d:1"
+    assert [h.chunk_id for h in index.search("river bank new york", k=2, phrase_weight=1.0)][0] == phrase
+    plain = {h.chunk_id: h.score for h in index.search("river bank new york", k=2, phrase_weight=0.0)}
+    boosted = {h.chunk_id: h.score for h in index.search("river bank new york", k=2, phrase_weight=1.0)}
+    assert boosted[phrase] - plain[phrase] > boosted[scattered] - plain[scattered]
