@@ -302,6 +302,9 @@ def _score_backend(engine: Any, config: RagConfig, chosen: list[QAItem], held_ou
                      "tokens_per_s": result.timings.get("tokens_per_s"),
                      "prompt_tokens_evaluated": result.timings.get("prompt_tokens_evaluated"),
                      "context_tokens": result.timings.get("context_tokens"), "error": result.error})
+        logger.info("answerable %d/%d f1=%.2f abstained=%s citations=%d gold_page=%s ttft=%.0fms", len(rows),
+                    len(chosen), f1s[-1], result.abstained, len(result.citations), hit,
+                    result.timings.get("ttft_ms", 0.0))
     abstentions = []
     for item in held_out:
         result = engine.answer(item.question, config)
@@ -309,6 +312,8 @@ def _score_backend(engine: Any, config: RagConfig, chosen: list[QAItem], held_ou
         ttfts.append(result.timings.get("ttft_ms", 0.0))
         rows.append({"qid": item.qid, "question": item.question, "held_out": True, "answer": result.answer,
                      "abstained": result.abstained})
+        logger.info("left out %d/%d abstained=%s ttft=%.0fms", len(abstentions), len(held_out), result.abstained,
+                    result.timings.get("ttft_ms", 0.0))
     return {
         "em": _avg(ems), "f1": _avg(f1s), "contains": _avg(contains),
         "false_abstention": _ratio(abstained_answerable, len(chosen)),

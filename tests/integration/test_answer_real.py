@@ -6,7 +6,6 @@ Kept small (short answers, tight context) so the module runs in about a minute o
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
