@@ -33,6 +33,7 @@ from rag.documents import Chunk
 from rag.keyword_tokenize import tokenize
 
 logger = logging.getLogger(__name__)
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG to stderr
 
 
 @dataclass(frozen=True)

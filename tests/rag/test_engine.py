@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
+from llama_index.core.llms.function_calling import FunctionCallingLLM
+from llama_index.core.llms.llm import ToolSelection
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from rag.answer import ChatTurn
@@ -232,3 +235,64 @@ def test_cli_commands_register_with_handlers() -> None:
     assert args.handler is cmd_ask and args.doc_ids == ["a", "b"] and args.json
     args = parser.parse_args(["eval-answers", "--dataset", "cmrc2018", "--n", "5"])
     assert args.handler is cmd_eval_answers and args.n == 5 and args.dataset == "cmrc2018"
+
+
+class ToolLLM(FunctionCallingLLM):
+    """A tool-calling LLM: calls search_documents with ``tool_query``, or answers directly when it is empty."""
+
+    tool_query: str = ""
+    reply: str = "Hello! Ask me about your documents."
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="tools", is_function_calling_model=True, is_chat_model=True)
+
+    def chat_with_tools(self, tools, user_msg=None, chat_history=None, **kwargs: Any) -> ChatResponse:
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="" if self.tool_query else self.reply))
+
+    def get_tool_calls_from_response(self, response, error_on_no_tool_call=True, **kwargs: Any) -> list:
+        if not self.tool_query:
+            return []
+        return [ToolSelection(tool_id="1", tool_name="search_documents", tool_kwargs={"query": self.tool_query})]
+
+    def chat(self, messages, **kwargs: Any) -> ChatResponse:
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="1200 milligrams [1]."))
+
+    def stream_chat(self, messages, **kwargs: Any):
+        yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content="1200 milligrams [1]."),
+                           delta="1200 milligrams [1].")
+
+    def _prepare_chat_with_tools(self, tools, **kwargs: Any) -> dict:
+        return {}
+
+    def complete(self, prompt, formatted=False, **kwargs: Any):
+        raise NotImplementedError
+
+    def stream_complete(self, prompt, formatted=False, **kwargs: Any):
+        raise NotImplementedError
+
+    async def achat(self, messages, **kwargs: Any):
+        raise NotImplementedError
+
+    async def acomplete(self, prompt, formatted=False, **kwargs: Any):
+        raise NotImplementedError
+
+    async def astream_chat(self, messages, **kwargs: Any):
+        raise NotImplementedError
+
+    async def astream_complete(self, prompt, formatted=False, **kwargs: Any):
+        raise NotImplementedError
+
+
+def test_tool_calling_llm_decides_to_search_with_its_query(store, docs, small_chunks) -> None:
+    stream = _engine(store, ToolLLM(tool_query="ibuprofen maximum daily dose adults"), search_mode="auto") \
+        .stream("how much can I take?", small_chunks)
+    assert stream.retrieval.query == "ibuprofen maximum daily dose adults" and stream.sources
+    result = stream.result()
+    assert "called search_documents" in result.trace["route"] and result.citations
+
+
+def test_tool_calling_llm_may_answer_without_searching(store, docs, small_chunks) -> None:
+    result = _engine(store, ToolLLM(), search_mode="auto").answer("hello!", small_chunks)
+    assert result.answer == "Hello! Ask me about your documents." and result.sources == []
+    assert not result.abstained and result.trace["route"].startswith("direct")
