@@ -103,8 +103,7 @@ def format_sources(sources: Sequence[Source]) -> str:
     blocks = []
     for s in sources:
         text = quote_instructions(_FENCE.sub("[removed marker]", s.text.strip()))
-        pages = str(s.page_start) if s.page_end <= s.page_start else f"{s.page_start}-{s.page_end}"
-        blocks.append(SOURCE_TEMPLATE.format(n=s.n, file_name=s.file_name, pages=pages, text=text))
+        blocks.append(SOURCE_TEMPLATE.format(n=s.n, text=text))
     return "\n\n".join(blocks)
 
 

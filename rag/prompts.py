@@ -62,7 +62,9 @@ LANGUAGE_LINE = {
     "zh": "请用中文回答，并像[1]这样标注来源。",
 }
 
-SOURCE_TEMPLATE = "<<<SOURCE {n}>>>\n(file: {file_name}, page {pages})\n{text}\n<<<END SOURCE {n}>>>"
+# No file/page header: small models parroted it as the answer, and it costs tokens. [n] maps to the
+# file and page through AnswerResult.citations instead.
+SOURCE_TEMPLATE = "<<<SOURCE {n}>>>\n{text}\n<<<END SOURCE {n}>>>"
 
 NO_KB_SYSTEM_PROMPT = (
     "You are Citewise, a helpful assistant. The user's document library is switched off for this "
