@@ -70,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="benchmarks that print figures")
     bench.add_argument("what", choices=["ingest", "llm", "query"])
     bench.set_defaults(handler=_cmd_bench, passes_extra=True)
+
+    from rag.cli_answer import add_commands
+
+    add_commands(commands)
     return parser
 
 
