@@ -76,8 +76,8 @@ class RetrievalConfig:
     # BM25 beat RRF at any k and weight on SQuAD, SciFact and CMRC2018
     fusion: FusionMode = "weighted"
     rrf_k: int = 60
-    vector_weight: float = 0.4
-    keyword_weight: float = 0.6
+    vector_weight: float = 0.45
+    keyword_weight: float = 0.55
     phrase_weight: float = 0.5  # BM25 over adjacent token pairs, added to plain BM25
     short_query_tokens: int = 2  # queries this short go keyword-only
 
