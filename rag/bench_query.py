@@ -2,7 +2,9 @@
 
 The 10k index holds real text: SQuAD dev paragraphs cut into chunks of about 60 words, embedded with
 the bundled English model. The 100k index is synthetic: the same real queries against random unit
-vectors and Zipf-distributed word soup, which costs the same to search as real data of that size.
+vectors and word soup drawn from the SQuAD paragraphs' own word frequencies (so BM25 posting
+lists are as long as real text makes them), which costs the same to search as real data of that
+size.
 Every query is distinct and the result cache is bypassed, so each one pays for its query embedding,
 Chroma search, BM25 scoring, fusion and postprocessing.
 """
@@ -48,7 +50,7 @@ def main(argv: list[str], config: RagConfig) -> int:
             store_config = replace(config, storage=replace(config.storage, data_dir=tmp, chroma_mode="embedded"))
             store = DocumentStore(store_config, router)
             started = time.perf_counter()
-            kind = _fill_real(store, squad, size) if size <= 20_000 else _fill_synthetic(store, size)
+            kind = _fill_real(store, squad, size) if size <= 20_000 else _fill_synthetic(store, squad, size)
             build_seconds = time.perf_counter() - started
             reports.append(_measure(store, config, queries, size, kind, build_seconds))
             store.close()
@@ -89,12 +91,16 @@ def _fill_real(store: DocumentStore, squad, size: int) -> str:
     return "real SQuAD text"
 
 
-def _fill_synthetic(store: DocumentStore, size: int) -> str:
+def _fill_synthetic(store: DocumentStore, squad, size: int) -> str:
     rng = np.random.default_rng(0)
     embedder = store.router.for_language("en")
     model_id = model_id_of(embedder)
-    vocabulary = np.array([f"w{i}" for i in range(50_000)])
-    weights = 1.0 / np.arange(1, len(vocabulary) + 1)
+    counts: dict[str, int] = {}
+    for entry in squad.corpus.values():
+        for word in entry["text"].split():
+            counts[word] = counts.get(word, 0) + 1
+    vocabulary = np.array(list(counts))
+    weights = np.array(list(counts.values()), dtype=np.float64)
     weights /= weights.sum()
     chunks = []
     for i in range(size):
