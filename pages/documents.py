@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rag.ingest import SUPPORTED_SUFFIXES
+from rag.parsing import SUPPORTED_EXTENSIONS
 from rag.render import render_page_png
 from ui.resources import get_ingest_queue, get_store
 from ui.state import current_config
@@ -17,7 +17,7 @@ jobs = get_ingest_queue(config)
 st.title("Documents")
 
 with st.form("upload", clear_on_submit=True):
-    uploads = st.file_uploader("Add documents", type=[s.lstrip(".") for s in SUPPORTED_SUFFIXES],
+    uploads = st.file_uploader("Add documents", type=[s.lstrip(".") for s in SUPPORTED_EXTENSIONS],
                                accept_multiple_files=True,
                                help="PDF, Word, Markdown, HTML or plain text. Each file is parsed, chunked, "
                                     "embedded and indexed in the background.")

@@ -85,12 +85,12 @@ def _split_assignment(item: str) -> tuple[str, str]:
 
 
 def _expand(paths: list[Path]) -> list[Path]:
-    from rag.ingest import SUPPORTED_SUFFIXES
+    from rag.parsing import SUPPORTED_EXTENSIONS
 
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix.lower() in SUPPORTED_SUFFIXES))
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix.lower() in SUPPORTED_EXTENSIONS))
         else:
             files.append(path)
     return files

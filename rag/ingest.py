@@ -24,13 +24,12 @@ from rag.config import RagConfig
 from rag.doc_metadata import generate_metadata
 from rag.documents import Chunk, DocumentRecord, ParsedDocument
 from rag.embedding_router import model_id_of
-from rag.parsing import ParseError, parse_file
+from rag.parsing import SUPPORTED_EXTENSIONS, ParseError, parse_file
 from rag.store import DocumentStore
 
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message)
-SUPPORTED_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".html", ".htm", ".txt")
 _EMBED_PROGRESS_BATCH = 64
 
 
@@ -66,8 +65,8 @@ def validate_file_name(name: str) -> str:
         raise IngestError(f"file name “{name}” contains HTML characters (< or >); rename the file")
     if len(name) > 255:
         raise IngestError("file name is longer than 255 characters; rename the file")
-    if not name.lower().endswith(SUPPORTED_SUFFIXES):
-        raise IngestError(f"{name}: unsupported file type; supported: {', '.join(SUPPORTED_SUFFIXES)}")
+    if not name.lower().endswith(SUPPORTED_EXTENSIONS):
+        raise IngestError(f"{name}: unsupported file type; supported: {', '.join(SUPPORTED_EXTENSIONS)}")
     return name.strip()
 
 

