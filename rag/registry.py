@@ -45,6 +45,17 @@ class Registry:
             rows = self._db.execute("SELECT * FROM documents ORDER BY created_at").fetchall()
         return [DocumentRecord(*row) for row in rows]
 
+    def fingerprint(self) -> tuple[int, float]:
+        """(row count, latest update time): changes whenever any row is added, changed or removed."""
+        with self._lock:
+            count, latest = self._db.execute("SELECT COUNT(*), MAX(updated_at) FROM documents").fetchone()
+        return int(count), float(latest or 0.0)
+
+    def ids_with_status(self, status: str) -> set[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT doc_id FROM documents WHERE status = ?", (status,)).fetchall()
+        return {row[0] for row in rows}
+
     def unfinished(self) -> list[DocumentRecord]:
         return [r for r in self.all() if r.status in ("pending", "processing")]
 

@@ -59,14 +59,13 @@ class DocumentStore:
         return record
 
     def completed_ids(self) -> set[str]:
-        return {r.doc_id for r in self.registry.all() if r.status == "completed"}
+        return self.registry.ids_with_status("completed")
 
     @property
     def version(self) -> str:
         """Changes whenever any document is added, removed or re-indexed (keys retrieval caches)."""
-        records = self.registry.all()
-        latest = max((r.updated_at for r in records), default=0.0)
-        return f"{len(records)}:{latest:.6f}:{self._version}"
+        count, latest = self.registry.fingerprint()
+        return f"{count}:{latest:.6f}:{self._version}"
 
     def chunks(self, doc_id: str) -> list[Chunk]:
         return self.keywords.chunks_of(doc_id)

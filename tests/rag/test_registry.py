@@ -39,3 +39,14 @@ def test_embedding_cache_computes_only_new_texts(tmp_path: Path) -> None:
     np.testing.assert_allclose(first[0], second[2])
     cache.embed("other-model", ["aa"], compute)  # the model is part of the key
     assert calls[-1] == ["aa"]
+
+
+def test_fingerprint_and_status_sets_follow_every_change(tmp_path: Path) -> None:
+    registry = Registry(tmp_path / "r.sqlite3")
+    assert registry.fingerprint() == (0, 0.0)
+    registry.upsert(DocumentRecord(doc_id="a", file_name="a.pdf", sha256="s1", status="completed"))
+    registry.upsert(DocumentRecord(doc_id="b", file_name="b.pdf", sha256="s2", status="failed"))
+    first = registry.fingerprint()
+    assert first[0] == 2 and registry.ids_with_status("completed") == {"a"}
+    registry.update("b", status="completed")
+    assert registry.fingerprint() != first and registry.ids_with_status("completed") == {"a", "b"}
