@@ -27,6 +27,8 @@ from rag.documents import Chunk
 from rag.embedding_router import model_id_of
 from rag.eval_data import DEFAULT_DATA_ROOT, load_squad
 from rag.eval_metrics import latency_percentiles
+from rag.embed_cache import EmbeddingCache
+from rag.ingest import embed_chunks
 from rag.pipeline import RetrievalPipeline
 from rag.runtime import build_router
 from rag.store import DocumentStore
@@ -73,21 +75,12 @@ def _fill_real(store: DocumentStore, squad, size: int) -> str:
     while len(texts) < size:  # SQuAD dev gives ~12k chunks; repeat with a marker if more are asked for
         texts.extend(f"{t} ({len(texts)})" for t in texts[: size - len(texts)])
     texts = texts[:size]
-    embedder = store.router.for_language("en")
-    model_id = model_id_of(embedder)
-    from rag.embed_cache import EmbeddingCache
-
     # a shared embedding cache makes reruns of the benchmark cheap
     shared_cache = EmbeddingCache(DEFAULT_HOME / "eval" / "bench-embed-cache.sqlite3")
     chunks = [Chunk(chunk_id=f"d{i // 20}:{i % 20}", doc_id=f"d{i // 20}", file_name=f"d{i // 20}.txt", text=t,
                     index=i % 20, page_start=1, page_end=1, char_start=0, char_end=len(t))
               for i, t in enumerate(texts)]
-    for start in range(0, len(chunks), 2000):
-        batch = chunks[start:start + 2000]
-        vectors = shared_cache.embed(model_id, [c.text for c in batch], embedder.get_text_embedding_batch)
-        store.vectors.add(model_id, [c.chunk_id for c in batch], vectors, [c.text for c in batch],
-                          [c.metadata() for c in batch])
-    _register(store, chunks)
+    store.write_chunks(embed_chunks(store, chunks, cache=shared_cache))
     return "real SQuAD text"
 
 
@@ -107,21 +100,10 @@ def _fill_synthetic(store: DocumentStore, squad, size: int) -> str:
         text = " ".join(rng.choice(vocabulary, size=60, p=weights))
         chunks.append(Chunk(chunk_id=f"s{i // 50}:{i % 50}", doc_id=f"s{i // 50}", file_name=f"s{i // 50}.txt",
                             text=text, index=i % 50, page_start=1, page_end=1, char_start=0, char_end=len(text)))
-    for start in range(0, size, 5000):
-        batch = chunks[start:start + 5000]
-        vectors = rng.normal(size=(len(batch), 384)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        store.vectors.add(model_id, [c.chunk_id for c in batch], vectors, [c.text for c in batch],
-                          [c.metadata() for c in batch])
-    _register(store, chunks)
+    vectors = rng.normal(size=(size, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store.write_chunks({model_id: (chunks, vectors)})
     return "synthetic vectors and text"
-
-
-def _register(store: DocumentStore, chunks: list[Chunk]) -> None:
-    by_doc: dict[str, list[Chunk]] = {}
-    for chunk in chunks:
-        by_doc.setdefault(chunk.doc_id, []).append(chunk)
-    store.keywords.add_many(by_doc)
 
 
 def _measure(store: DocumentStore, config: RagConfig, queries: list[str], size: int, kind: str,

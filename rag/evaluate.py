@@ -21,6 +21,7 @@ from rag.config import DEFAULT_HOME, RagConfig
 from rag.documents import Chunk
 from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset, load_dataset
 from rag.eval_metrics import aggregate, latency_percentiles
+from rag.ingest import embed_chunks
 from rag.language import detect_language
 from rag.pipeline import RetrievalPipeline
 from rag.retrievers import QueryEmbeddingCache, prime_query_cache
@@ -85,20 +86,12 @@ def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = 
     logger.warning("indexing %d %s documents into %s (once)", len(dataset.corpus), dataset.name, folder)
     started = time.perf_counter()
     chunks = [_corpus_chunk(doc_id, entry) for doc_id, entry in dataset.corpus.items()]
-    by_spec: dict[str, list[Chunk]] = {}
-    for chunk in chunks:
-        by_spec.setdefault(router.spec_for(chunk.language), []).append(chunk)
-    for spec, group in by_spec.items():
-        embedder = router.for_spec(spec)
-        model_id = str(getattr(embedder, "model_id", spec))
-        for start in range(0, len(group), 512):
-            batch = group[start:start + 512]
-            vectors = store.cache.embed(model_id, [c.text for c in batch], embedder.get_text_embedding_batch)
-            store.vectors.add(model_id, [c.chunk_id for c in batch], vectors, [c.text for c in batch],
-                              [c.metadata() for c in batch])
-            print(f"\r  embedded {min(start + 512, len(group))}/{len(group)} ({model_id})", end="", file=sys.stderr)
-        print(file=sys.stderr)
-    store.keywords.add_many({c.doc_id: [c] for c in chunks})
+
+    def progress(stage: str, fraction: float, message: str) -> None:
+        print(f"\r  {message}", end="", file=sys.stderr)
+
+    store.write_chunks(embed_chunks(store, chunks, report=progress))
+    print(file=sys.stderr)
     marker.write_text(json.dumps({"documents": len(dataset.corpus), "seconds": time.perf_counter() - started}))
     return store
 

@@ -23,6 +23,7 @@ from rag.chunking import chunk_document
 from rag.config import RagConfig
 from rag.doc_metadata import generate_metadata
 from rag.documents import Chunk, DocumentRecord, ParsedDocument
+from rag.embed_cache import EmbeddingCache
 from rag.embedding_router import model_id_of
 from rag.parsing import SUPPORTED_EXTENSIONS, ParseError, parse_file
 from rag.store import DocumentStore
@@ -149,12 +150,12 @@ class Ingestor:
             timings["chunk"] = time.perf_counter() - started
 
             started = time.perf_counter()
-            by_model = self._embed(chunks, report)
+            by_model = embed_chunks(self.store, chunks, report=report)
             timings["embed"] = time.perf_counter() - started
 
             started = time.perf_counter()
             report("store", 0.0, "Storing vectors and keywords")
-            self.store.write_chunks(doc_id, by_model)
+            self.store.write_chunks(by_model)
             self.store.write_pages(doc_id, parsed.pages)
             timings["store"] = time.perf_counter() - started
 
@@ -184,24 +185,6 @@ class Ingestor:
             embed_fn = lambda texts: np.asarray(embedder.get_text_embedding_batch(texts))  # noqa: E731
         return chunk_document(parsed, doc_id, self.config.chunking, embed_fn=embed_fn)
 
-    def _embed(self, chunks: list[Chunk], report: Progress) -> dict[str, tuple[list[Chunk], np.ndarray]]:
-        groups: dict[str, list[Chunk]] = defaultdict(list)
-        for chunk in chunks:
-            groups[self.store.router.spec_for(chunk.language)].append(chunk)
-        done, total = 0, len(chunks)
-        by_model: dict[str, tuple[list[Chunk], np.ndarray]] = {}
-        for spec, group in groups.items():
-            embedder = self.store.router.for_spec(spec)
-            model_id = model_id_of(embedder)
-            vectors = []
-            for start in range(0, len(group), _EMBED_PROGRESS_BATCH):
-                batch = [c.text for c in group[start:start + _EMBED_PROGRESS_BATCH]]
-                vectors.append(self.store.cache.embed(model_id, batch, embedder.get_text_embedding_batch))
-                done += len(batch)
-                report("embed", done / total, f"Embedded {done}/{total} chunks ({model_id})")
-            by_model[model_id] = (group, np.concatenate(vectors))
-        return by_model
-
     def _metadata(self, parsed: ParsedDocument, timings: dict[str, float]) -> dict[str, str]:
         if not (self.config.metadata.enabled and self.metadata_llm):
             return {}
@@ -217,6 +200,38 @@ class Ingestor:
     def _too_large(self, name: str, size: int) -> str:
         return (f"{name} is {size / 1024 / 1024:.1f} MB, over the {self.config.storage.max_file_mb:g} MB limit "
                 "(storage.max_file_mb)")
+
+
+def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress | None = None,
+                 cache: EmbeddingCache | None = None) -> dict[str, tuple[list[Chunk], np.ndarray]]:
+    """Embed chunks with the model for their language, through the embedding cache.
+
+    Returns model_id -> (chunks, vectors), ready for ``DocumentStore.write_chunks``.
+
+    Args:
+        store: Supplies the embedder router and, unless ``cache`` is given, the cache.
+        chunks: The chunks to embed.
+        report: Progress callback, called after each batch. Defaults to none.
+        cache: Another embedding cache (benchmarks share one across temporary stores).
+    """
+    cache = cache or store.cache
+    groups: dict[str, list[Chunk]] = defaultdict(list)
+    for chunk in chunks:
+        groups[store.router.spec_for(chunk.language)].append(chunk)
+    done, total = 0, len(chunks)
+    by_model: dict[str, tuple[list[Chunk], np.ndarray]] = {}
+    for spec, group in groups.items():
+        embedder = store.router.for_spec(spec)
+        model_id = model_id_of(embedder)
+        vectors = []
+        for start in range(0, len(group), _EMBED_PROGRESS_BATCH):
+            batch = [c.text for c in group[start:start + _EMBED_PROGRESS_BATCH]]
+            vectors.append(cache.embed(model_id, batch, embedder.get_text_embedding_batch))
+            done += len(batch)
+            if report:
+                report("embed", done / total, f"Embedded {done}/{total} chunks ({model_id})")
+        by_model[model_id] = (group, np.concatenate(vectors))
+    return by_model
 
 
 def _dominant_language(chunks: list[Chunk]) -> str:

@@ -92,15 +92,19 @@ class DocumentStore:
         staging.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         staging.replace(target)
 
-    def write_chunks(self, doc_id: str, model_chunks: dict[str, tuple[list[Chunk], Any]]) -> None:
-        """Store chunk vectors (per embedding model) and then their BM25 tokens."""
-        all_chunks: list[Chunk] = []
+    def write_chunks(self, model_chunks: dict[str, tuple[list[Chunk], Any]]) -> None:
+        """Store chunk vectors (per embedding model), then the chunks' BM25 entries, one rebuild in all.
+
+        Args:
+            model_chunks: model_id -> (chunks, their vectors), as ``rag.ingest.embed_chunks`` returns.
+        """
+        by_doc: dict[str, list[Chunk]] = {}
         for model_id, (chunks, vectors) in model_chunks.items():
             self.vectors.add(model_id, [c.chunk_id for c in chunks], vectors, [c.text for c in chunks],
                              [c.metadata() for c in chunks])
-            all_chunks.extend(chunks)
-        all_chunks.sort(key=lambda c: c.index)
-        self.keywords.add(doc_id, all_chunks)
+            for chunk in chunks:
+                by_doc.setdefault(chunk.doc_id, []).append(chunk)
+        self.keywords.add_many({doc_id: sorted(chunks, key=lambda c: c.index) for doc_id, chunks in by_doc.items()})
         self._version += 1
 
     def purge_index_entries(self, doc_id: str) -> None:

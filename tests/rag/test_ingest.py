@@ -162,7 +162,7 @@ def test_a_process_killed_mid_ingest_leaves_a_consistent_store(config: RagConfig
         config = replace(base, storage=replace(base.storage, data_dir={config.storage.data_dir!r}))
         router = EmbedderRouter(config.embedding, lambda spec: HashEmbedding(model_id="hash-" + spec[-5:]))
         store = DocumentStore(config, router)
-        KeywordIndex.add = lambda *a, **k: os._exit(9)
+        KeywordIndex.add_many = lambda *a, **k: os._exit(9)
         Ingestor(store, config).ingest_path({str(pdf)!r})
     """)
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

@@ -30,7 +30,7 @@ def _load(store: DocumentStore) -> None:
                   for i, t in enumerate(texts)]
         embedder = store.router.for_language(language)
         vectors = embedder.get_text_embedding_batch([c.text for c in chunks])
-        store.write_chunks(doc_id, {embedder.model_id: (chunks, vectors)})
+        store.write_chunks({embedder.model_id: (chunks, vectors)})
         from rag.documents import DocumentRecord
 
         store.registry.upsert(DocumentRecord(doc_id=doc_id, file_name=f"{doc_id}.pdf", sha256=doc_id,
