@@ -12,6 +12,10 @@ import streamlit as st  # noqa: E402
 st.set_page_config(page_title="Citewise", page_icon="📑", layout="wide")
 
 pages = [
-    st.Page("pages/documents.py", title="Documents", icon="📄", default=True),
+    st.Page("pages/chat.py", title="Chat", icon="💬", default=True),
+    st.Page("pages/documents.py", title="Documents", icon="📄"),
+    st.Page("pages/settings.py", title="Settings", icon="⚙️"),
+    st.Page("pages/compare.py", title="Compare", icon="⚖️"),
+    st.Page("pages/evaluation.py", title="Evaluation", icon="📊"),
 ]
 st.navigation(pages).run()

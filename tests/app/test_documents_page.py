@@ -22,7 +22,9 @@ def app(tmp_path: Path, monkeypatch) -> AppTest:
     monkeypatch.setattr(rag.runtime, "build_router", lambda config: EmbedderRouter(
         config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")))
     st.cache_resource.clear()
-    yield AppTest.from_file(APP, default_timeout=60)
+    test = AppTest.from_file(APP, default_timeout=60)
+    test.switch_page("pages/documents.py")
+    yield test
     st.cache_resource.clear()
 
 
