@@ -72,8 +72,13 @@ def mode_settings(mode: str, config: RagConfig) -> tuple[RagConfig, tuple[str, .
     return config.with_overrides(overrides), sources, bool(LLM_EXTENSIONS & set(extensions))
 
 
-def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = DEFAULT_HOME) -> DocumentStore:
-    """A store holding ``dataset.corpus``, built once per (corpus, embedding config) and reused."""
+def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = DEFAULT_HOME,
+               report: Any = None) -> DocumentStore:
+    """A store holding ``dataset.corpus``, built once per (corpus, embedding config) and reused.
+
+    ``report(stage, fraction, message)`` receives embedding progress while building (the app's
+    progress bar); without it progress goes to stderr for the CLI.
+    """
     fingerprint = hashlib.sha256(json.dumps(
         [sorted(dataset.corpus)[:50], len(dataset.corpus), repr(config.embedding)]).encode()).hexdigest()[:12]
     folder = home / "eval" / f"{dataset.name}-{fingerprint}"
@@ -90,8 +95,9 @@ def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = 
     def progress(stage: str, fraction: float, message: str) -> None:
         print(f"\r  {message}", end="", file=sys.stderr)
 
-    store.write_chunks(embed_chunks(store, chunks, report=progress))
-    print(file=sys.stderr)
+    store.write_chunks(embed_chunks(store, chunks, report=report or progress))
+    if report is None:
+        print(file=sys.stderr)
     marker.write_text(json.dumps({"documents": len(dataset.corpus), "seconds": time.perf_counter() - started}))
     return store
 
