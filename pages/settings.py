@@ -1,6 +1,162 @@
-"""Settings page (being built in this session)."""
+"""Settings: every knob of the config, named presets, reset, and re-indexing after chunking changes."""
 
+from __future__ import annotations
+
+import pandas as pd
 import streamlit as st
 
+from rag.config import DEFAULT_HOME, ConfigError
+from rag.presets import PresetError, changed_fields, dump_preset
+from ui.resources import base_config, get_store
+from ui.settings_form import (
+    apply_values,
+    check_llm,
+    clear_widgets,
+    preset_from_yaml,
+    reindex_fields,
+    settings_form,
+)
+from ui.state import CONFIG_NOTICE_KEY, current_config, preset_store, reset_config, set_config
+
+FLASH_KEY = "settings_flash"
+REINDEX_KEY = "settings_reindex"
+
+config = current_config()
+presets = preset_store()
+
+
+def switch_to(new_config, message: str, *, remember: bool = True) -> None:
+    """Use ``new_config``, note what needs a re-index, and rerun with fresh widgets.
+
+    ``remember=False`` when the caller already stored it (reset forgets the remembered file instead).
+    """
+    changed = reindex_fields(config, new_config)
+    if remember:
+        set_config(new_config)
+    if changed:
+        st.session_state[REINDEX_KEY] = sorted(set(st.session_state.get(REINDEX_KEY, [])) | set(changed))
+    st.session_state[FLASH_KEY] = message
+    clear_widgets()
+    st.rerun()
+
+
 st.title("Settings")
-st.info("This page is being built.")
+st.caption("Applied settings are used by Chat, Compare and Evaluation, and are remembered across reloads.")
+if CONFIG_NOTICE_KEY in st.session_state:
+    st.warning(st.session_state.pop(CONFIG_NOTICE_KEY))
+if FLASH_KEY in st.session_state:
+    st.success(st.session_state.pop(FLASH_KEY))
+
+# -- re-index prompt -------------------------------------------------------------------------------
+if st.session_state.get(REINDEX_KEY):
+    store = get_store(config)
+    completed = [r for r in store.documents() if r.status == "completed"]
+    if not completed:
+        st.session_state.pop(REINDEX_KEY)
+    else:
+        fields = ", ".join(st.session_state[REINDEX_KEY])
+        st.warning(f"Re-index needed: {fields} changed, but your {len(completed)} document(s) are still indexed "
+                   "with the old settings. Re-index them here or one by one on the Documents page.")
+        left, right = st.columns([1, 3])
+        reindex = left.button("Re-index all documents", type="primary")
+        right.page_link("pages/documents.py", label="Open Documents")
+        if reindex:
+            from rag.ingest import Ingestor
+
+            ingestor = Ingestor(store, config)
+            failed = []
+            with st.status(f"Re-indexing {len(completed)} document(s)…", expanded=True) as status:
+                bar = st.progress(0.0)
+                for number, record in enumerate(completed, start=1):
+                    bar.progress((number - 1) / len(completed), text=f"{record.file_name} ({number}/{len(completed)})")
+                    result = ingestor.reindex(record.doc_id)
+                    if not result.ok:
+                        failed.append(f"{record.file_name}: {result.error}")
+                bar.progress(1.0, text="Done")
+                status.update(label=f"Re-indexed {len(completed) - len(failed)} of {len(completed)} document(s)",
+                              state="error" if failed else "complete")
+            for message in failed:
+                st.error(message)
+            st.session_state.pop(REINDEX_KEY)
+
+# -- presets ---------------------------------------------------------------------------------------
+st.subheader("Presets")
+names = presets.names()
+load_col, save_col, file_col = st.columns(3)
+with load_col:
+    chosen = st.selectbox("Preset", names, key="settings_preset")
+    load, delete = st.columns(2)
+    if load.button("Load preset"):
+        try:
+            switch_to(presets.load(chosen, base_config()), f"Loaded preset “{chosen}”.")
+        except PresetError as exc:
+            st.error(f"{exc}. Hint: delete the preset file or fix it in a text editor.")
+    if delete.button("Delete preset", disabled=presets.is_builtin(chosen),
+                     help="Built-in presets are read-only."):
+        try:
+            presets.delete(chosen)
+            st.session_state[FLASH_KEY] = f"Deleted preset “{chosen}”."
+            st.rerun()
+        except PresetError as exc:
+            st.error(str(exc))
+with save_col:
+    name = st.text_input("Preset name", placeholder="e.g. precise answers", key="settings_preset_name")
+    if st.button("Save preset", help="Saves the applied settings (apply your edits first)."):
+        try:
+            path = presets.save(name.strip(), config)
+            st.session_state[FLASH_KEY] = f"Saved preset “{name.strip()}” to {path}."
+            st.rerun()
+        except PresetError as exc:
+            st.error(f"{exc}. Hint: built-in names are reserved; pick another name.")
+with file_col:
+    st.download_button("Download settings (YAML)", dump_preset(config), file_name="citewise-settings.yaml",
+                       mime="application/x-yaml")
+    upload = st.file_uploader("Upload a preset (YAML)", type=["yaml", "yml"], key="settings_preset_upload")
+    if upload is not None and st.button("Apply uploaded preset"):
+        try:
+            switch_to(preset_from_yaml(upload.getvalue(), base_config()), f"Applied {upload.name}.")
+        except PresetError as exc:
+            st.error(f"{upload.name}: {exc}. Hint: use a file saved with “Download settings (YAML)”.")
+
+if st.button("Reset to defaults", help="Back to the defaults (and any RAG_* environment settings)."):
+    switch_to(reset_config(), "Settings reset to defaults.", remember=False)
+
+# -- every knob ------------------------------------------------------------------------------------
+st.subheader("All settings")
+values = settings_form(config)
+if values is not None:
+    try:
+        new_config = apply_values(config, values)
+    except ConfigError as exc:
+        st.error(f"Not applied: {exc}. Hint: fix that field and apply again; nothing was changed.")
+    else:
+        if new_config == config:
+            st.info("No changes to apply.")
+        else:
+            switch_to(new_config, f"Applied {len(changed_fields(config, new_config))} change(s).")
+
+# -- what differs from the defaults ----------------------------------------------------------------
+differences = {k: v for k, v in changed_fields(base_config(), config).items() if not k.startswith("storage.")}
+st.subheader(f"Changed from defaults ({len(differences)})")
+if differences:
+    st.dataframe(pd.DataFrame([{"setting": key, "default": str(old), "current": str(new)}
+                               for key, (old, new) in differences.items()]), hide_index=True, width="stretch")
+else:
+    st.caption("Everything is at its default.")
+
+# -- LLM connection --------------------------------------------------------------------------------
+st.subheader("LLM connection")
+st.caption(f"Backend {config.llm.backend}: "
+           + (f"{config.llm.base_url} · model {config.llm.model} · key from ${config.llm.api_key_env}"
+              if config.llm.backend == "openai" else f"embedded model {config.llm.embedded_model}")
+           + " (applied settings)")
+if st.button("Test connection"):
+    with st.spinner("Checking…"):
+        ok, message = check_llm(config, DEFAULT_HOME)
+    (st.success if ok else st.error)(message)
+
+# -- storage (read-only) ---------------------------------------------------------------------------
+with st.expander("Storage (read-only)"):
+    st.caption("Set with RAG_DATA_DIR / RAG_CHROMA_* or a config file; presets never change where documents live.")
+    st.dataframe(pd.DataFrame([{"setting": f"storage.{k}", "value": str(v)}
+                               for k, v in config.to_dict()["storage"].items()]), hide_index=True, width="stretch")

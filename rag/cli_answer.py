@@ -39,17 +39,22 @@ def add_commands(subparsers: Any) -> None:
 
 
 def build_answer_engine(config: RagConfig, store: Any = None, *, search_mode: str = "always",
-                        llm_groundedness: bool = False) -> Any:
-    """The real engine from config: store, pipeline, LLM (with fallback recorded), embedder for checks."""
+                        llm_groundedness: bool = False, handle: Any = None, reranker: Any = None) -> Any:
+    """The real engine from config: store, pipeline, LLM (with fallback recorded), embedder for checks.
+
+    ``handle`` (an ``LLMHandle``) and ``reranker`` let the app pass models it has already loaded and
+    cached; by default both are built from ``config``.
+    """
     from rag.engine import AnswerEngine
     from rag.llms import load_embedded_llm
     from rag.runtime import build_llm_handle, build_reranker, build_store
     from rag.pipeline import RetrievalPipeline
 
     store = store or build_store(config)
-    handle = build_llm_handle(config)
-    needs_llm = config.query.rewrite or config.query.hyde
-    pipeline = RetrievalPipeline(store, llm=handle.llm if needs_llm else None, reranker=build_reranker(config))
+    handle = handle or build_llm_handle(config)
+    # the answering LLM is loaded anyway; the pipeline calls it only when query.rewrite / query.hyde
+    # is on for a call, and the app changes those per call on a cached engine
+    pipeline = RetrievalPipeline(store, llm=handle.llm, reranker=reranker or build_reranker(config))
     factory = None
     if handle.backend_used == "openai" and config.llm.fallback_to_embedded:
         def factory() -> Any:
