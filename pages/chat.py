@@ -1,6 +1,68 @@
-"""Chat page (being built in this session)."""
+"""Chat: streamed, cited answers over your documents, with the highlighted passage on its page."""
+
+from __future__ import annotations
 
 import streamlit as st
 
+from rag.answer import ChatTurn
+from rag.transcript import to_json, to_markdown
+from ui.answer_view import escape_markdown, render_result, stream_answer
+from ui.resources import get_store
+from ui.state import current_config
+
+MESSAGES_KEY = "chat_messages"
+
+config = current_config()
+store = get_store(config)
+messages: list[dict] = st.session_state.setdefault(MESSAGES_KEY, [])
+ready = {r.doc_id: r.file_name for r in store.documents() if r.status == "completed"}
+
+with st.sidebar:
+    use_kb = st.toggle("Use knowledge base", value=True, key="chat_use_kb",
+                       help="Off: the model answers from its own knowledge, without sources.")
+    chosen = st.multiselect("Only search these documents", list(ready), format_func=ready.get,
+                            key="chat_doc_filter", disabled=not use_kb, placeholder="All documents",
+                            help="Leave empty to search every indexed document.")
+    st.download_button("Export Markdown", to_markdown(messages), file_name="citewise-chat.md",
+                       mime="text/markdown", on_click="ignore", disabled=not messages, icon=":material/download:")
+    st.download_button("Export JSON", to_json(messages), file_name="citewise-chat.json",
+                       mime="application/json", on_click="ignore", disabled=not messages,
+                       icon=":material/data_object:")
+    if st.button("Clear chat", disabled=not messages, icon=":material/delete_sweep:"):
+        messages.clear()
+        for key in [k for k in st.session_state if str(k).startswith("chat_msg_")]:
+            del st.session_state[key]
+        st.rerun()
+
 st.title("Chat")
-st.info("This page is being built.")
+if use_kb and not ready:
+    st.info("No documents are indexed yet. Add some on the Documents page — or turn off "
+            "**Use knowledge base** to chat with the model alone.", icon=":material/info:")
+    st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:")
+
+for i, message in enumerate(messages):
+    with st.chat_message(message["role"]):
+        if message["role"] == "user":
+            st.markdown(escape_markdown(message["content"]))
+            continue
+        if message.get("error"):
+            st.error(message["error"])
+            continue
+        st.markdown(message["content"])
+        render_result(message["result"], store, key=f"chat_msg_{i}", draft=message.get("draft", ""))
+
+question = st.chat_input("Ask about your documents")
+if question:
+    history = [ChatTurn(m["role"], m["content"]) for m in messages if m["content"] and not m.get("error")]
+    messages.append({"role": "user", "content": question})
+    with st.chat_message("user"):
+        st.markdown(escape_markdown(question))
+    with st.chat_message("assistant"):
+        outcome = stream_answer(config, question, history=history, doc_ids=(chosen or None) if use_kb else None,
+                                use_knowledge_base=use_kb)
+    if outcome.result is not None:
+        messages.append({"role": "assistant", "content": outcome.result.answer, "result": outcome.result,
+                         "draft": outcome.draft})
+    else:
+        messages.append({"role": "assistant", "content": "", "error": outcome.error})
+    st.rerun()  # redraw from history: citation viewer, trace, and up-to-date export buttons

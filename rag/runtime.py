@@ -11,7 +11,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from rag.config import DEFAULT_HOME, RagConfig  # noqa: E402
+from typing import Any  # noqa: E402
+
+from rag.config import DEFAULT_HOME, GenerationConfig, RagConfig  # noqa: E402
 from rag.embedding_router import EmbedderRouter  # noqa: E402
 from rag.store import DocumentStore  # noqa: E402
 
@@ -50,3 +52,17 @@ def build_pipeline(config: RagConfig, store: DocumentStore, *, with_llm: bool = 
     needs_llm = with_llm or config.query.rewrite or config.query.hyde
     llm = build_llm_handle(config).llm if needs_llm else None
     return RetrievalPipeline(store, llm=llm, reranker=build_reranker(config))
+
+
+def with_generation(llm: Any, generation: GenerationConfig) -> Any:
+    """``llm`` answering with ``generation``'s temperature and length, sharing the loaded weights.
+
+    The LLMs take their sampling settings at construction, so a Settings change would otherwise need a
+    second copy of the model in memory. A pydantic copy shares the private llama.cpp handle and its lock;
+    LLMs without these fields (test fakes) are returned as they are.
+    """
+    fields = getattr(type(llm), "model_fields", {})
+    update = {name: value for name, value in (("temperature", generation.temperature),
+                                              ("max_tokens", generation.max_answer_tokens))
+              if name in fields and getattr(llm, name) != value}
+    return llm.model_copy(update=update) if update else llm

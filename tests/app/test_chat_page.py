@@ -1,0 +1,267 @@
+"""The Chat page in Streamlit's AppTest: a real store (fake vectors) and a scripted LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+import pytest
+import streamlit as st
+from llama_index.core.llms import CompletionResponse, CompletionResponseGen
+from llama_index.core.llms.callbacks import llm_completion_callback
+from streamlit.runtime.memory_media_file_storage import _calculate_file_id
+from streamlit.testing.v1 import AppTest
+
+import rag.runtime
+from rag.embedding_router import EmbedderRouter
+from rag.llms import LLMHandle
+from rag.transcript import to_json, to_markdown
+from tests import fixtures
+from tests.fakes import HashEmbedding, ScriptedLLM
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+QUESTION = "What is the maximum daily dose of ibuprofen for adults?"
+ANSWER = "The maximum daily dose of ibuprofen for adults is 1200 milligrams [1]."
+
+
+GRADE = "accuracy: 9\ncompleteness: 8\nrelevance: 9\nsupport: 9\nreason: it cites the dose"
+
+
+class RoutedLLM(ScriptedLLM):
+    """Answers by what is asked, so tests do not depend on how many LLM calls an answer makes: yes to a
+    yes/no check, ``GRADE`` to a reflection grading prompt, otherwise the scripted replies."""
+
+    answered: int = 0
+
+    def _next(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if "yes or no" in prompt[-300:].lower():
+            return "yes"
+        if prompt.lstrip().lower().startswith("user: rate an answer"):
+            return GRADE
+        self.answered += 1
+        return self.replies[min(self.answered, len(self.replies)) - 1]
+
+
+class BrokenLLM(ScriptedLLM):
+    """Fails while streaming, like a llama.cpp crash."""
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        def gen() -> CompletionResponseGen:
+            yield CompletionResponse(text="The", delta="The")
+            raise RuntimeError("model file is truncated")
+
+        return gen()
+
+
+@pytest.fixture
+def llm() -> RoutedLLM:
+    return RoutedLLM(replies=[ANSWER])
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch, llm: RoutedLLM) -> AppTest:
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(rag.runtime, "build_router", lambda config: EmbedderRouter(
+        config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")))
+    monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config: LLMHandle(llm, "embedded", "scripted"))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield AppTest.from_file(APP, default_timeout=60)  # Chat is the default page
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def ingest(*paths: Path) -> dict[str, str]:
+    """Index files through rag into the store the app uses; file name -> doc id."""
+    from rag.ingest import Ingestor
+    from ui.resources import base_config, get_store
+
+    ingestor = Ingestor(get_store(base_config()), base_config())
+    ids = {}
+    for path in paths:
+        result = ingestor.ingest_path(path)
+        assert result.ok, result.error
+        ids[path.name] = result.doc_id
+    return ids
+
+
+def ask(app: AppTest, question: str = QUESTION) -> AppTest:
+    app.chat_input[0].set_value(question).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def messages(app: AppTest) -> list[dict]:
+    return app.session_state["chat_messages"]
+
+
+def expander(app: AppTest, label_start: str):
+    return next(e for e in app.expander if e.label.startswith(label_start))
+
+
+def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(app: AppTest, tmp_path: Path) -> None:
+    ingest(fixtures.make_english_pdf(tmp_path))
+    app.run()
+    assert app.chat_input[0].placeholder == "Ask about your documents"
+    assert not app.image and not app.error
+
+    ask(app)
+    answer = messages(app)[-1]
+    assert answer["content"] == ANSWER and not answer.get("error")
+    assert any(ANSWER in md.value for md in app.markdown)
+    result = answer["result"]
+    assert result.sources and result.citations[0].n == 1 and result.citations[0].highlights
+    # the sources panel lists every numbered source with its text
+    sources = expander(app, "Sources (")
+    assert any(f"[{s.n}]" in md.value for s in result.sources for md in sources.markdown)
+    assert [t.value for t in sources.text] == [s.text for s in result.sources]
+    # choosing the citation shows its passage and the PDF page image with the highlight
+    citation = next(s for s in app.selectbox if s.label == "Citation")
+    assert citation.options[0].startswith("[1] report.pdf · p. ")
+    assert result.citations[0].text in [t.value for t in app.text]
+    assert len(app.image) == 1
+    assert app.image[0].captions == [f"report.pdf · page {result.citations[0].page}"]
+    # groundedness: the one cited sentence is supported
+    assert any("All 1 cited sentences are supported" in c.value for c in app.caption)
+    # the trace: a candidate row per stage and a timing chart
+    trace = expander(app, "Retrieval trace")
+    table = trace.dataframe[0].value
+    assert {"vector", "bm25", "fusion", "final"} <= set(table["stage"])
+    assert list(table.columns) == ["stage", "rank", "chunk", "document", "page", "score", "source"]
+    assert (table[table["stage"] == "final"]["source"] != "").all()
+    assert trace.get("arrow_vega_lite_chart") or trace.get("vega_lite_chart")
+    # exports hold exactly the transcript of this history
+    buttons = {b.label: b for b in app.get("download_button")}
+    for label, text, mime, name in (("Export Markdown", to_markdown(messages(app)), "text/markdown",
+                                     "citewise-chat.md"),
+                                    ("Export JSON", to_json(messages(app)), "application/json", "citewise-chat.json")):
+        assert not buttons[label].proto.disabled
+        assert Path(buttons[label].proto.url).stem == _calculate_file_id(text.encode(), mime, name)
+    assert "[1] report.pdf, p. " in to_markdown(messages(app))
+
+
+def test_follow_up_uses_the_history_and_clear_chat_empties_it(app: AppTest, llm: RoutedLLM,
+                                                              tmp_path: Path) -> None:
+    ingest(fixtures.make_english_pdf(tmp_path))
+    app.run()
+    ask(app)
+    llm.replies = ["What is the maximum daily dose of ibuprofen for children?", ANSWER]
+    llm.prompts.clear()
+    llm.answered = 0
+    ask(app, "And for children?")
+    assert "What is the maximum daily dose of ibuprofen for adults?" in llm.prompts[0]  # the condense prompt
+    assert len(messages(app)) == 4
+    follow_up = messages(app)[-1]["result"]
+    assert follow_up.standalone_question == "What is the maximum daily dose of ibuprofen for children?"
+    assert len([s for s in app.selectbox if s.label == "Citation"]) == 2  # one viewer per answer
+
+    next(b for b in app.button if b.label == "Clear chat").click().run()
+    assert not app.exception
+    assert messages(app) == []
+    assert not app.get("chat_message")
+    assert all(b.proto.disabled for b in app.get("download_button"))
+
+
+def test_knowledge_base_off_answers_without_sources(app: AppTest, llm: RoutedLLM, tmp_path: Path) -> None:
+    ingest(fixtures.make_english_pdf(tmp_path))
+    llm.replies = ["Paris is the capital of France."]
+    app.run()
+    app.toggle(key="chat_use_kb").set_value(False).run()
+    ask(app, "What is the capital of France?")
+    result = messages(app)[-1]["result"]
+    assert not result.used_knowledge_base and result.sources == [] and result.citations == []
+    assert "SOURCE" not in llm.prompts[-1]
+    assert not [s for s in app.selectbox if s.label == "Citation"]
+    assert not [e for e in app.expander if e.label.startswith("Sources")]
+    assert any("Paris is the capital of France." in md.value for md in app.markdown)
+
+
+def test_document_filter_restricts_the_sources(app: AppTest, tmp_path: Path) -> None:
+    ids = ingest(fixtures.make_english_pdf(tmp_path), fixtures.make_markdown(tmp_path))
+    app.run()
+    doc_filter = app.multiselect(key="chat_doc_filter")
+    assert set(doc_filter.options) == {"report.pdf", "guide.md"}
+    doc_filter.set_value([ids["guide.md"]]).run()
+    ask(app)
+    result = messages(app)[-1]["result"]
+    assert result.sources and {s.file_name for s in result.sources} == {"guide.md"}
+    assert result.trace["doc_ids"] == [ids["guide.md"]]
+    # a Markdown source: the quoted passage is the view, no page image
+    assert not app.image
+    assert result.citations and result.citations[0].text in [t.value for t in app.text]
+
+
+def test_document_text_with_script_tags_shows_as_text(app: AppTest, llm: RoutedLLM, tmp_path: Path) -> None:
+    path = tmp_path / "xss.pdf"
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 72), "Launch notes: <script>alert(1)</script> The launch code is 4711.", fontsize=11)
+    document.save(path)
+    ingest(path)
+    llm.replies = ["The launch code is 4711 [1]."]
+    app.run()
+    ask(app, "What is the launch code?")
+    assert any("<script>alert(1)</script>" in t.value for t in app.text)  # shown literally, as text
+    for md in app.markdown:
+        assert not md.allow_html or "script" not in md.value
+        assert "<script>" not in md.value or md.value == "The launch code is 4711 [1]."
+
+
+def test_empty_index_points_to_the_documents_page(app: AppTest) -> None:
+    app.run()
+    assert not app.exception
+    assert any("No documents are indexed yet" in info.value for info in app.info)
+    ask(app)
+    assert messages(app)[-1]["result"].abstained
+
+
+def test_query_and_llm_errors_show_a_message_not_a_traceback(app: AppTest, monkeypatch, tmp_path: Path) -> None:
+    ingest(fixtures.make_english_pdf(tmp_path))
+    app.run()
+    ask(app, "dose " * 1000)
+    assert any("limit is 4,000" in e.value for e in app.error)
+
+    broken = BrokenLLM()
+    monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config: LLMHandle(broken, "embedded", "broken"))
+    st.cache_resource.clear()
+    ask(app)
+    assert not app.exception
+    assert any("embedded LLM failed" in e.value and "truncated" in e.value and "check llm.embedded_model" in e.value
+               for e in app.error)
+
+
+class TunableLLM(RoutedLLM):
+    """A scripted LLM with sampling fields, recording the temperature each reply was made with."""
+
+    temperature: float = 0.1
+    max_tokens: int = 384
+    used: list[tuple[float, int]] = []
+
+    def _next(self, prompt: str) -> str:
+        self.used.append((self.temperature, self.max_tokens))
+        return super()._next(prompt)
+
+
+def test_a_settings_change_reaches_the_llm_without_reloading_it(app: AppTest, monkeypatch, tmp_path: Path) -> None:
+    tunable = TunableLLM(replies=[ANSWER], used=[])
+    loads = []
+    monkeypatch.setattr(rag.runtime, "build_llm_handle",
+                        lambda config: loads.append(config.llm) or LLMHandle(tunable, "embedded", "tunable"))
+    ingest(fixtures.make_english_pdf(tmp_path))
+    app.run()
+    ask(app)
+    first = len(tunable.used)
+    from ui.resources import get_engine
+
+    config = app.session_state["settings_config"]
+    engine = get_engine(config)
+    assert get_engine(config.with_overrides({"retrieval.top_k": 2, "mmr.enabled": True})) is engine
+    app.session_state["settings_config"] = config.with_overrides({"generation.temperature": 0.7,
+                                                                   "generation.max_answer_tokens": 99})
+    ask(app, "How many milligrams per day?")
+    assert set(tunable.used[:first]) == {(0.1, 384)} and set(tunable.used[first:]) == {(0.7, 99)}
+    assert len(loads) == 1  # one model in memory for both settings
+    assert tunable.temperature == 0.1  # the cached original is never changed

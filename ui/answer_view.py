@@ -1,0 +1,196 @@
+"""Showing one answer: streaming it, its sources, the citation viewer with the highlighted page,
+reflection scores and groundedness flags. Shared by the Chat and Compare pages.
+
+Document text (sources, quotes) is data: it goes through ``st.text`` or escaped Markdown, never HTML.
+The answer itself is the model's Markdown, which Streamlit renders without HTML.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import streamlit as st
+
+from rag.answer import AnswerResult, ChatTurn, Citation, Source
+from rag.config import RagConfig
+from ui.resources import get_engine, page_image
+from ui.trace_view import render_trace, timing_summary
+
+logger = logging.getLogger(__name__)
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` shown literally by ``st.markdown`` (no formatting, links, HTML, LaTeX or colour directives)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def pages_label(start: int, end: int) -> str:
+    return f"p. {start}" if end <= start else f"pp. {start}–{end}"
+
+
+@dataclass
+class Outcome:
+    """One attempt to answer: the result, the streamed draft, or why there is no answer."""
+
+    result: AnswerResult | None = None
+    draft: str = ""
+    error: str = ""
+
+
+def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTurn] = (),
+                  doc_ids: Sequence[str] | None = None, use_knowledge_base: bool = True,
+                  marks: dict[str, str] | None = None) -> Outcome:
+    """Retrieve, show the sources at once, stream the answer, then finish it (reflection, citations).
+
+    Errors are shown with ``st.error`` and returned in ``Outcome.error``; nothing raises.
+    """
+    from rag.llm_openai import LLMUnavailableError
+    from rag.pipeline import QueryError
+
+    try:
+        label = "Searching your documents…" if use_knowledge_base else "Preparing the answer…"
+        with st.status(label, expanded=False) as status:
+            engine = get_engine(config)
+            stream = engine.stream(question, config, history=history, doc_ids=doc_ids,
+                                   use_knowledge_base=use_knowledge_base)
+            found = f"{len(stream.sources)} sources found" if use_knowledge_base else "Knowledge base off"
+            status.update(label=found, state="complete")
+    except QueryError as exc:
+        return _failed(str(exc))
+    except LLMUnavailableError as exc:
+        return _failed(f"{exc} — check the LLM settings on the Settings page.")
+    except Exception as exc:  # noqa: BLE001 - the page shows a message, never a traceback
+        logger.exception("answering failed before the first token")
+        return _failed(f"Could not answer ({type(exc).__name__}: {exc}). The server log has the details.")
+    if stream.sources:
+        render_sources(stream.sources, marks=marks)
+    try:
+        # write_stream calls iter() once to test the argument and again to loop, and an AnswerStream
+        # can be iterated only once: hand it the token generator itself
+        draft = st.write_stream(iter(stream))
+        with st.spinner("Checking citations…"):
+            result = stream.result()
+    except Exception as exc:  # noqa: BLE001
+        logger.exception("answering failed while streaming")
+        return _failed(f"The answer failed ({type(exc).__name__}: {exc}). The server log has the details.")
+    if result.error:
+        st.error(result.error)
+    return Outcome(result=result, draft=draft if isinstance(draft, str) else stream.text)
+
+
+def _failed(message: str) -> Outcome:
+    st.error(message)
+    return Outcome(error=message)
+
+
+def render_sources(sources: Sequence[Source], *, marks: dict[str, str] | None = None,
+                   expanded: bool = False) -> None:
+    """The numbered sources the answer was written from; ``marks`` adds a badge per chunk id."""
+    with st.expander(f"Sources ({len(sources)})", expanded=expanded):
+        for source in sources:
+            st.markdown(source_line(source, marks))
+            st.text(source.text)
+
+
+def source_line(source: Source, marks: dict[str, str] | None = None) -> str:
+    """``**[n]** file · pages · score`` plus a badge from ``marks`` (by chunk id), as safe Markdown."""
+    score = f" · score {source.score:.3f}" if source.score is not None else ""
+    badge = f" :orange-badge[{marks[source.chunk_id]}]" if marks and source.chunk_id in marks else ""
+    return (f"**[{source.n}]** {escape_markdown(source.file_name)} · "
+            f"{pages_label(source.page_start, source.page_end)}{score}{badge}")
+
+
+def render_result(result: AnswerResult, store: Any, *, key: str, draft: str = "",
+                  marks: dict[str, str] | None = None) -> None:
+    """Everything under an answer: flags, reflection, sources, the citation viewer and the trace."""
+    if result.error:
+        st.error(result.error)
+    if result.fallback_reason:
+        st.warning(result.fallback_reason)
+    if draft and draft.strip() != result.answer:
+        with st.expander("First draft (replaced after reflection)"):
+            st.markdown(draft)
+    render_groundedness(result)
+    render_reflection(result)
+    if result.sources:
+        render_sources(result.sources, marks=marks)
+    if result.citations:
+        render_citation_viewer(result.citations, store, key=key)
+    elif result.used_knowledge_base and result.abstained and not result.error:
+        st.caption("The answer was not found in the documents searched.")
+    render_trace(result)
+
+
+def render_groundedness(result: AnswerResult) -> None:
+    checks = result.groundedness
+    if not checks:
+        return
+    unsupported = [g for g in checks if not g["supported"]]
+    if not unsupported:
+        st.caption(f":material/verified: All {len(checks)} cited sentences are supported by their sources.")
+        return
+    lines = "\n".join(f"- {escape_markdown(g['sentence'])} ({escape_markdown(g['reason'] or 'unsupported')})"
+                      for g in unsupported)
+    st.warning(f"**{len(unsupported)} of {len(checks)} cited sentences are not supported by the cited "
+               f"source:**\n\n{lines}", icon=":material/report:")
+
+
+def render_reflection(result: AnswerResult) -> None:
+    rounds = result.reflection
+    if not rounds:
+        return
+    kept = next((r for r in rounds if r.get("selected")), rounds[-1])
+    score = "unscored" if kept.get("score") is None else f"{kept['score']:g}/10"
+    st.caption(f":material/rate_review: Reflection score {score} (round {kept['round']} of {len(rounds)} kept)")
+    with st.expander("Reflection rounds"):
+        import pandas as pd
+
+        st.dataframe(pd.DataFrame([{
+            "round": r["round"], "strategy": r["strategy"], "score": r.get("score"), "kept": bool(r.get("selected")),
+            "top_k": r.get("top_k"), "query": r.get("query", ""), "reason": r.get("reason", ""),
+        } for r in rounds]), hide_index=True, width="stretch")
+
+
+def render_citation_viewer(citations: Sequence[Citation], store: Any, *, key: str) -> None:
+    """Choose a citation; see its passage highlighted on the PDF page (or quoted, for other formats)."""
+    labels = [f"[{c.n}] {c.file_name} · p. {c.page}" + (" · matched without a marker" if c.inferred else "")
+              for c in citations]
+    index = st.selectbox("Citation", range(len(citations)), format_func=labels.__getitem__, key=f"{key}_citation")
+    citation = citations[index]
+    quote, page = st.columns([2, 3])
+    with quote:
+        if citation.sentence:
+            st.caption("Cited for:")
+            st.text(citation.sentence)
+        st.caption("Passage:")
+        st.text(citation.text)
+    with page:
+        show_citation_page(citation, store)
+
+
+def show_citation_page(citation: Citation, store: Any) -> None:
+    try:
+        record = store.document(citation.doc_id)
+        path = store.stored_file(citation.doc_id)
+    except KeyError:
+        st.info("This document has been deleted since the answer was given.")
+        return
+    if record.file_type != "pdf" or not path.exists():
+        return  # other formats: the quoted passage above is the view
+    pages = citation.pages or [(citation.page, citation.highlights)]
+    for page, rects in pages:
+        try:
+            image = page_image(str(path), int(page), tuple(tuple(r) for r in rects), path.stat().st_mtime)
+        except (OSError, ValueError, RuntimeError) as exc:
+            st.warning(f"Page {page} could not be rendered: {exc}")
+            continue
+        st.image(image, caption=f"{citation.file_name} · page {page}", width="stretch")
+
+
+def render_stats(result: AnswerResult) -> None:
+    st.caption(timing_summary(result))

@@ -1,0 +1,154 @@
+"""Compare page pieces: choosing a setting (preset or current, edited in place) and showing two
+answers side by side with the sources that differ marked."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from rag.answer import AnswerResult
+from rag.config import ConfigError, RagConfig
+from rag.presets import PresetError
+from ui.answer_view import (
+    render_citation_viewer,
+    render_groundedness,
+    render_reflection,
+    render_sources,
+    source_line,
+)
+from ui.resources import base_config
+from ui.state import current_config, preset_store
+from ui.trace_view import candidate_frame, render_trace, timing_frame, timing_summary
+
+CURRENT = "Current settings"
+
+# (dotted field, label, kind, options) for the knobs editable in place
+KNOBS: list[tuple[str, str, str, Any]] = [
+    ("retrieval.top_k", "Top-k", "int", (1, 100)),
+    ("retrieval.hybrid", "Hybrid (vector + BM25)", "bool", None),
+    ("retrieval.fusion", "Fusion", "choice", ("weighted", "rrf")),
+    ("retrieval.vector_weight", "Vector weight", "float", (0.0, 1.0)),
+    ("retrieval.keyword_weight", "Keyword weight", "float", (0.0, 1.0)),
+    ("retrieval.similarity_threshold", "Similarity threshold", "float", (0.0, 1.0)),
+    ("mmr.enabled", "MMR diversity", "bool", None),
+    ("mmr.lambda_mult", "MMR λ (relevance vs diversity)", "float", (0.0, 1.0)),
+    ("rerank.enabled", "Cross-encoder rerank", "bool", None),
+    ("query.rewrite", "Query rewrite", "bool", None),
+    ("query.hyde", "HyDE", "bool", None),
+    ("reflection.enabled", "Reflection", "bool", None),
+    ("reflection.min_score", "Reflection min score", "int", (1, 10)),
+    ("generation.temperature", "Temperature", "float", (0.0, 2.0)),
+]
+
+
+def _get(config: RagConfig, dotted: str) -> Any:
+    section, name = dotted.split(".")
+    return getattr(getattr(config, section), name)
+
+
+def choose_settings(side: str) -> tuple[str, RagConfig | None]:
+    """A preset (or the current settings) for ``side`` with the knobs above editable; None if invalid."""
+    names = [CURRENT, *preset_store().names()]
+    default = names.index("Vector only") if side == "B" else 0  # a built-in, always listed
+    name = st.selectbox(f"Settings {side}", names, index=default, key=f"compare_{side}_preset")
+    try:
+        base = current_config() if name == CURRENT else preset_store().load(name, base_config())
+    except PresetError as exc:
+        st.error(f"{exc} — choose another preset, or re-save it on the Settings page.")
+        return name, None
+    overrides = {}
+    with st.expander(f"Edit {side}"):
+        for dotted, label, kind, options in KNOBS:
+            value = _get(base, dotted)
+            key = f"compare_{side}_{name}_{dotted}"  # per preset: choosing another preset resets the knobs
+            if kind == "bool":
+                new = st.toggle(label, value=value, key=key)
+            elif kind == "choice":
+                new = st.selectbox(label, options, index=list(options).index(value), key=key)
+            elif kind == "int":
+                new = st.number_input(label, min_value=options[0], max_value=options[1], value=int(value), step=1,
+                                      key=key)
+            else:
+                new = st.slider(label, min_value=options[0], max_value=options[1], value=float(value), step=0.05,
+                                key=key)
+            if new != value:
+                overrides[dotted] = new
+    try:
+        return name, base.with_overrides(overrides) if overrides else base
+    except ConfigError as exc:
+        st.error(f"Settings {side} are not valid: {exc}")
+        return name, None
+
+
+def differences_frame(a: RagConfig, b: RagConfig) -> pd.DataFrame:
+    from rag.presets import changed_fields
+
+    rows = [{"setting": k, "A": str(va), "B": str(vb)} for k, (va, vb) in changed_fields(a, b).items()]
+    return pd.DataFrame(rows, columns=["setting", "A", "B"])
+
+
+def source_marks(mine: AnswerResult | None, other: AnswerResult | None, other_side: str) -> dict[str, str]:
+    """Badges for the sources of ``mine`` that ``other`` did not use."""
+    if mine is None:
+        return {}
+    theirs = {s.chunk_id for s in other.sources} if other is not None else set()
+    return {s.chunk_id: f"not in {other_side}" for s in mine.sources if s.chunk_id not in theirs}
+
+
+def render_side(label: str, outcome: dict[str, Any], store: Any, *, marks: dict[str, str], key: str) -> None:
+    st.subheader(label)
+    if outcome.get("error"):
+        st.error(outcome["error"])
+        return
+    result: AnswerResult = outcome["result"]
+    st.markdown(result.answer)
+    if result.error:
+        st.error(result.error)
+    render_reflection(result)
+    render_groundedness(result)
+    st.caption(timing_summary(result))
+    if result.sources:
+        differing = sum(1 for s in result.sources if s.chunk_id in marks)
+        st.caption(f"{len(result.sources)} sources, {differing} not used by the other side")
+        for source in result.sources:
+            st.markdown(source_line(source, marks))
+        render_sources(result.sources)
+    if result.citations:
+        render_citation_viewer(result.citations, store, key=key)
+    render_trace(result)
+
+
+def summary_frame(results: Sequence[tuple[str, AnswerResult | None]]) -> pd.DataFrame:
+    """Side-by-side numbers: sources, reflection score, unsupported sentences, timings."""
+    rows: dict[str, dict[str, Any]] = {}
+    for side, result in results:
+        if result is None:
+            continue
+        kept = next((r for r in result.reflection if r.get("selected")), None)
+        t = result.timings
+        rows[side] = {
+            "sources": len(result.sources), "citations": len(result.citations),
+            "reflection score": None if kept is None else kept.get("score"),
+            "unsupported sentences": sum(1 for g in result.groundedness if not g["supported"]),
+            "retrieval ms": t.get("retrieval_ms"), "first token ms": t.get("ttft_ms"), "total ms": t.get("total_ms"),
+        }
+    return pd.DataFrame(rows)
+
+
+def timings_by_side(results: Sequence[tuple[str, AnswerResult | None]]) -> pd.DataFrame:
+    frames = [timing_frame(r).set_index("stage")["ms"].rename(side) for side, r in results if r is not None]
+    return pd.concat(frames, axis=1).fillna(0.0) if frames else pd.DataFrame()
+
+
+def top_scores_by_side(results: Sequence[tuple[str, AnswerResult | None]]) -> pd.DataFrame:
+    """The best candidate score each stage produced, per side."""
+    columns = {}
+    for side, result in results:
+        if result is None:
+            continue
+        table = candidate_frame(result.trace, result.sources)
+        if not table.empty:
+            columns[side] = table.groupby("stage", sort=False)["score"].max()
+    return pd.DataFrame(columns)

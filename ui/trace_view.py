@@ -1,0 +1,84 @@
+"""The per-stage retrieval trace of an answer: a candidate table and a chart of stage timings."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+import streamlit as st
+
+from rag.answer import AnswerResult
+
+# answer-side timings worth a bar of their own (aggregates like total_ms and ttft_ms are left out)
+ANSWER_STAGES = ("condense", "route", "answer_check", "generation", "reflection", "highlight", "groundedness")
+
+
+def candidate_frame(trace: Mapping[str, Any], sources: Any = ()) -> pd.DataFrame:
+    """One row per candidate per retrieval stage: stage, rank, chunk, document, page, score, source."""
+    numbers = {s.chunk_id: s.n for s in sources}
+    rows = []
+    for stage in (trace.get("retrieval") or {}).get("stages", []):
+        for c in stage.get("candidates", []):
+            rows.append({"stage": stage["name"], "rank": c["rank"], "chunk": c["chunk_id"],
+                         "document": c["file_name"], "page": c["page"],
+                         "score": None if c["score"] is None else round(float(c["score"]), 4),
+                         "source": f"[{numbers[c['chunk_id']]}]" if c["chunk_id"] in numbers else ""})
+    return pd.DataFrame(rows, columns=["stage", "rank", "chunk", "document", "page", "score", "source"])
+
+
+def timing_frame(result: AnswerResult) -> pd.DataFrame:
+    """Milliseconds per stage, in the order the stages ran (retrieval stages first)."""
+    durations: dict[str, float] = {}
+    for stage in (result.trace.get("retrieval") or {}).get("stages", []):
+        durations[stage["name"]] = durations.get(stage["name"], 0.0) + float(stage["duration_ms"])
+    for name in ANSWER_STAGES:
+        value = result.timings.get(f"{name}_ms")
+        if isinstance(value, (int, float)):
+            durations[name] = float(value)
+    return pd.DataFrame({"stage": list(durations), "ms": [round(v, 1) for v in durations.values()]})
+
+
+def stage_notes(trace: Mapping[str, Any]) -> list[str]:
+    """Why stages degraded or failed, one line each."""
+    notes = []
+    for stage in (trace.get("retrieval") or {}).get("stages", []):
+        for label, text in (("fallback", stage.get("fallback_reason")), ("error", stage.get("error"))):
+            if text:
+                notes.append(f"{stage['name']} {label}: {text}")
+    if trace.get("retrieval_cached"):
+        notes.append("retrieval came from the result cache (same question and settings)")
+    return notes
+
+
+def render_trace(result: AnswerResult) -> None:
+    """The "Retrieval trace" expander."""
+    with st.expander("Retrieval trace"):
+        if not result.used_knowledge_base:
+            st.caption("Answered without searching the documents.")
+        if result.standalone_question and result.standalone_question != result.question:
+            st.caption("Searched for:")
+            st.text(result.standalone_question)
+        for note in stage_notes(result.trace):
+            st.caption(note)
+        candidates = candidate_frame(result.trace, result.sources)
+        if not candidates.empty:
+            st.dataframe(candidates, hide_index=True, width="stretch")
+        timings = timing_frame(result)
+        if not timings.empty:
+            st.bar_chart(timings, x="stage", y="ms", x_label="", y_label="ms", horizontal=True, sort=False,
+                         height=chart_height(len(timings)))
+        st.caption(timing_summary(result))
+
+
+def chart_height(bars: int) -> int:
+    """Tall enough that Vega-Lite does not drop stage labels as overlapping."""
+    return 70 + 30 * bars
+
+
+def timing_summary(result: AnswerResult) -> str:
+    t = result.timings
+    parts = [f"sources {t.get('sources_ms', 0):.0f} ms" if result.used_knowledge_base else "",
+             f"first token {t.get('ttft_ms', 0) / 1000:.1f} s",
+             f"{t.get('tokens', 0)} tokens at {t.get('tokens_per_s', 0):.1f} tok/s",
+             f"total {t.get('total_ms', 0) / 1000:.1f} s", f"LLM: {result.llm_backend}" if result.llm_backend else ""]
+    return " · ".join(p for p in parts if p)
