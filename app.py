@@ -9,13 +9,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import streamlit as st  # noqa: E402
 
-st.set_page_config(page_title="Citewise", page_icon="📑", layout="wide")
+st.set_page_config(page_title="Citewise", page_icon=":material/menu_book:", layout="wide")
 
 pages = [
-    st.Page("pages/chat.py", title="Chat", icon="💬", default=True),
-    st.Page("pages/documents.py", title="Documents", icon="📄"),
-    st.Page("pages/settings.py", title="Settings", icon="⚙️"),
-    st.Page("pages/compare.py", title="Compare", icon="⚖️"),
-    st.Page("pages/evaluation.py", title="Evaluation", icon="📊"),
+    st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
+    st.Page("pages/documents.py", title="Documents", icon=":material/description:"),
+    st.Page("pages/settings.py", title="Settings", icon=":material/tune:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+    st.Page("pages/evaluation.py", title="Evaluation", icon=":material/monitoring:"),
 ]
 st.navigation(pages).run()

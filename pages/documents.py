@@ -40,11 +40,11 @@ def ingest_progress() -> None:
             st.progress(job.fraction, text=f"{job.file_name} — {job.stage or 'queued'}: {job.message}")
         elif result and result.status == "completed":
             st.success(f"{job.file_name}: {result.pages} pages, {result.chunks} chunks ({result.language})",
-                       icon="✅")
+                       icon=":material/check_circle:")
         elif result and result.status == "duplicate":
-            st.info(f"{job.file_name}: {result.error}", icon="ℹ️")
+            st.info(f"{job.file_name}: {result.error}", icon=":material/info:")
         else:
-            st.error(f"{job.file_name}: {result.error if result else 'failed'}", icon="⚠️")
+            st.error(f"{job.file_name}: {result.error if result else 'failed'}", icon=":material/error:")
     if not jobs.active():
         if st.button("Clear finished"):
             jobs.forget_finished()
@@ -69,7 +69,13 @@ table = pd.DataFrame([{
 st.dataframe(table, hide_index=True, width="stretch")
 
 names = {r.doc_id: f"{r.file_name} ({r.status})" for r in records}
-doc_id = st.selectbox("Inspect a document", list(names), format_func=names.get, key="documents_inspect")
+# The key carries the statuses: Streamlit keeps a keyed widget's option labels, so a document that
+# finished indexing would otherwise still read "(pending)" here.
+inspect_key = "documents_inspect_" + str(hash(tuple(names.items())))
+previous = st.session_state.get("documents_inspected")
+doc_id = st.selectbox("Inspect a document", list(names), format_func=names.get, key=inspect_key,
+                      index=list(names).index(previous) if previous in names else 0)
+st.session_state["documents_inspected"] = doc_id
 record = store.document(doc_id)
 
 actions = st.columns([1, 1, 6])

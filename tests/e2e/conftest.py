@@ -1,0 +1,111 @@
+"""Real-browser end-to-end tests: Debian chromium driven by Playwright against ``streamlit run``.
+
+One Streamlit server per test session, on a free 127.0.0.1 port, with its own data folder, the real
+bundled embedders and the embedded LLM. The fast bundled model (Qwen2.5 0.5B) and a short answer
+budget keep each answer under a minute on 2 cores; the default 1.5B model is exercised by
+tests/integration. Screenshots go to ``artifacts/screenshots/`` (git-ignored) for CI to keep.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync"]
+SERVER_START_TIMEOUT_S = 120
+
+logger = logging.getLogger(__name__)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, log_path: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {process.returncode}:\n{log_path.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"streamlit did not become healthy in {SERVER_START_TIMEOUT_S} s:\n{log_path.read_text()[-4000:]}")
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``streamlit run app.py`` on a free loopback port with a fresh data folder."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: scripts/setup.sh --test installs Debian chromium")
+    home = tmp_path_factory.mktemp("e2e")
+    port = _free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "RAG_DATA_DIR": str(home / "data"),
+           "RAG_LLM__EMBEDDED_MODEL": "qwen2.5-0.5b-instruct", "RAG_GENERATION__MAX_ANSWER_TOKENS": "96"}
+    env.pop("RAG_CONFIG", None)
+    log_path = home / "streamlit.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+             "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process, log_path)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        server_log = ARTIFACTS.parent / "streamlit-e2e.log"
+        server_log.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(log_path, server_log)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture(scope="session")
+def page(browser, app_url: str) -> Iterator[object]:
+    """One tab for the whole session: the tests are steps of one user's visit, run in file order."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    context.set_default_timeout(30_000)
+    tab = context.new_page()
+    tab.goto(app_url)
+    yield tab
+    context.close()
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
