@@ -20,6 +20,7 @@ from ui.state import CONFIG_NOTICE_KEY, current_config, preset_store, reset_conf
 
 FLASH_KEY = "settings_flash"
 REINDEX_KEY = "settings_reindex"
+SELECT_KEY = "settings_preset"
 
 config = current_config()
 presets = preset_store()
@@ -32,7 +33,11 @@ def switch_to(new_config, message: str, *, remember: bool = True) -> None:
     """
     changed = reindex_fields(config, new_config)
     if remember:
-        set_config(new_config)
+        try:
+            set_config(new_config)
+        except OSError as exc:
+            st.error(f"Could not save the settings: {exc}. Hint: check that {presets.root} is writable.")
+            return
     if changed:
         st.session_state[REINDEX_KEY] = sorted(set(st.session_state.get(REINDEX_KEY, [])) | set(changed))
     st.session_state[FLASH_KEY] = message
@@ -82,9 +87,11 @@ if st.session_state.get(REINDEX_KEY):
 # -- presets ---------------------------------------------------------------------------------------
 st.subheader("Presets")
 names = presets.names()
+if st.session_state.get(SELECT_KEY + "_next") in names:  # select a just-saved preset (set before the widget exists)
+    st.session_state[SELECT_KEY] = st.session_state.pop(SELECT_KEY + "_next")
 load_col, save_col, file_col = st.columns(3)
 with load_col:
-    chosen = st.selectbox("Preset", names, key="settings_preset")
+    chosen = st.selectbox("Preset", names, key=SELECT_KEY)
     load, delete = st.columns(2)
     if load.button("Load preset"):
         try:
@@ -105,8 +112,9 @@ with save_col:
         try:
             path = presets.save(name.strip(), config)
             st.session_state[FLASH_KEY] = f"Saved preset “{name.strip()}” to {path}."
+            st.session_state[SELECT_KEY + "_next"] = name.strip()
             st.rerun()
-        except PresetError as exc:
+        except (PresetError, OSError) as exc:
             st.error(f"{exc}. Hint: built-in names are reserved; pick another name.")
 with file_col:
     st.download_button("Download settings (YAML)", dump_preset(config), file_name="citewise-settings.yaml",

@@ -157,3 +157,29 @@ def test_rewrite_settings_offer_the_llm_and_say_when_it_was_not_loaded(app: AppT
     (current,) = app.session_state[RESULTS_KEY]["runs"]
     assert current.fallbacks == {"rewrite": 3} and any("no LLM was loaded" in n for n in current.notes)
     assert any("no LLM was loaded" in c.value for c in app.caption)
+
+
+def test_the_llm_is_taken_from_the_shared_engine_when_asked_for(app: AppTest, eval_data: Path, monkeypatch) -> None:
+    import ui.resources
+    from tests.fakes import ScriptedLLM
+
+    llm = ScriptedLLM(replies=['{"variants": ["basalt shield volcano Hawaii"]}'])
+    asked: list = []
+
+    def fake_engine(config):
+        asked.append(config)
+        return type("Engine", (), {"pipeline": type("Pipeline", (), {"llm": llm, "reranker": None})()})()
+
+    monkeypatch.setattr(ui.resources, "get_engine", fake_engine, raising=False)
+    monkeypatch.setenv("RAG_QUERY__REWRITE", "true")
+    (eval_data / "squad-v1.1-dev.json").write_text(json.dumps(SQUAD), encoding="utf-8")
+    app.run()
+    _widget(app, "toggle", "Load the LLM for query rewrite / HyDE").set_value(True)
+    _widget(app, "selectbox", "Compare with preset").set_value("(none)")
+    _run(app)
+
+    (current,) = app.session_state[RESULTS_KEY]["runs"]
+    assert asked and asked[0].query.rewrite
+    assert len(llm.prompts) >= 3  # every question was rewritten by the LLM
+    assert any("sample of 50" in note for note in current.notes)
+    assert not any("no LLM was loaded" in note for note in current.notes)

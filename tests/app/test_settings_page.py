@@ -118,8 +118,10 @@ def test_presets_save_load_delete_and_builtins_are_read_only(app: AppTest, data_
     _click(app, "Save preset")
     assert (data_dir / "presets" / "my tune.yaml").exists()
     assert "my tune" in _widget(app, "selectbox", "Preset").options
+    assert _widget(app, "selectbox", "Preset").value == "my tune"  # the saved preset is selected
 
-    _widget(app, "selectbox", "Preset").set_value("Vector only")
+    assert not _widget(app, "button", "Delete preset").disabled
+    _widget(app, "selectbox", "Preset").set_value("Vector only").run()
     assert _widget(app, "button", "Delete preset").disabled
     _click(app, "Load preset")
     assert _widget(app, "toggle", "Hybrid search (vector + keyword)").value is False
