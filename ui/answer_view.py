@@ -73,7 +73,9 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
         # write_stream calls iter() once to test the argument and again to loop, and an AnswerStream
         # can be iterated only once: hand it the token generator itself
         draft = st.write_stream(iter(stream))
-        with st.spinner("Checking citations…"):
+        finishing = ("Grading the answer and retrying if it is weak (reflection)…"
+                     if config.reflection.enabled and stream.sources else "Checking citations…")
+        with st.spinner(finishing):
             result = stream.result()
     except Exception as exc:  # noqa: BLE001
         logger.exception("answering failed while streaming")
