@@ -17,7 +17,7 @@ import streamlit as st
 from rag.answer import AnswerResult, ChatTurn, Citation, Source
 from rag.config import RagConfig
 from ui.resources import get_engine, page_image
-from ui.trace_view import render_trace, timing_summary
+from ui.trace_view import render_trace, settings_summary, timing_summary
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,7 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
     except Exception as exc:  # noqa: BLE001
         logger.exception("answering failed while streaming")
         return _failed(f"The answer failed ({type(exc).__name__}: {exc}). The server log has the details.")
+    result.trace["settings"] = settings_summary(config)  # what produced this answer, for the trace and exports
     if result.error:
         st.error(result.error)
     return Outcome(result=result, draft=draft if isinstance(draft, str) else stream.text)

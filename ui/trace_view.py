@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from rag.answer import AnswerResult
+from rag.config import RagConfig
 
 # answer-side timings worth a bar of their own (aggregates like total_ms and ttft_ms are left out)
 ANSWER_STAGES = ("condense", "route", "answer_check", "generation", "reflection", "highlight", "groundedness")
@@ -50,9 +51,39 @@ def stage_notes(trace: Mapping[str, Any]) -> list[str]:
     return notes
 
 
+def settings_summary(config: RagConfig) -> dict[str, Any]:
+    """The retrieval and answer settings an answer was produced with, as plain data."""
+    r = config.retrieval
+    return {
+        "top_k": r.top_k, "candidate_k": r.candidate_k, "similarity_threshold": r.similarity_threshold,
+        "hybrid": r.hybrid, "fusion": r.fusion, "vector_weight": r.vector_weight, "keyword_weight": r.keyword_weight,
+        "rerank": config.rerank.enabled, "mmr": config.mmr.enabled, "mmr_lambda": config.mmr.lambda_mult,
+        "rewrite": config.query.rewrite, "hyde": config.query.hyde, "reflection": config.reflection.enabled,
+        "max_context_tokens": config.generation.max_context_tokens,
+    }
+
+
+def stage_counts(trace: Mapping[str, Any]) -> str:
+    """"vector 30 · bm25 30 · fusion 30 · final 5": how many candidates each stage passed on."""
+    stages = (trace.get("retrieval") or {}).get("stages", [])
+    return " · ".join(f"{stage['name']} {len(stage.get('candidates', []))}" for stage in stages)
+
+
+def _format_setting(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def render_trace(result: AnswerResult) -> None:
     """The "Retrieval trace" expander."""
     with st.expander("Retrieval trace"):
+        settings = result.trace.get("settings")
+        if settings:
+            st.caption("Settings: " + " · ".join(f"{k} {_format_setting(v)}" for k, v in settings.items()))
+        counts = stage_counts(result.trace)
+        if counts:
+            st.caption(f"Candidates per stage: {counts}")
         if not result.used_knowledge_base:
             st.caption("Answered without searching the documents.")
         if result.standalone_question and result.standalone_question != result.question:

@@ -133,6 +133,12 @@ def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(ap
     assert list(table.columns) == ["stage", "rank", "chunk", "document", "page", "score", "source"]
     assert (table[table["stage"] == "final"]["source"] != "").all()
     assert trace.get("arrow_vega_lite_chart") or trace.get("vega_lite_chart")
+    # ... and, in text, the settings used and how many candidates each stage passed on
+    captions = [c.value for c in trace.caption]
+    assert any(c.startswith("Settings: top_k 5 · candidate_k 30") for c in captions), captions
+    final_count = int((table["stage"] == "final").sum())
+    assert any(c.startswith("Candidates per stage: ") and c.endswith(f"final {final_count}") for c in captions)
+    assert result.trace["settings"]["top_k"] == 5
     # exports hold exactly the transcript of this history
     buttons = {b.label: b for b in app.get("download_button")}
     for label, text, mime, name in (("Export Markdown", to_markdown(messages(app)), "text/markdown",
