@@ -248,6 +248,7 @@ def _backends(config: RagConfig, also_server: bool, llm_factory: Any) -> list[tu
             llm = OpenAICompatibleLLM(
                 base_url=config.llm.base_url, model=config.llm.model, api_key_env=config.llm.api_key_env,
                 connect_timeout_s=config.llm.connect_timeout_s, request_timeout_s=config.llm.request_timeout_s,
+                first_response_timeout_s=config.llm.first_response_timeout_s,
                 temperature=config.generation.temperature, max_tokens=config.generation.max_answer_tokens)
             llm.health_check()
             return llm
@@ -301,7 +302,8 @@ def _score_backend(engine: Any, config: RagConfig, chosen: list[QAItem], held_ou
                      "ttft_ms": result.timings.get("ttft_ms"), "tokens": result.timings.get("tokens"),
                      "tokens_per_s": result.timings.get("tokens_per_s"),
                      "prompt_tokens_evaluated": result.timings.get("prompt_tokens_evaluated"),
-                     "context_tokens": result.timings.get("context_tokens"), "error": result.error})
+                     "context_tokens": result.timings.get("context_tokens"), "error": result.error,
+                     "answerability": result.trace.get("answerability")})
         logger.info("answerable %d/%d f1=%.2f abstained=%s citations=%d gold_page=%s ttft=%.0fms", len(rows),
                     len(chosen), f1s[-1], result.abstained, len(result.citations), hit,
                     result.timings.get("ttft_ms", 0.0))
@@ -311,7 +313,8 @@ def _score_backend(engine: Any, config: RagConfig, chosen: list[QAItem], held_ou
         abstentions.append(result.abstained)
         ttfts.append(result.timings.get("ttft_ms", 0.0))
         rows.append({"qid": item.qid, "question": item.question, "held_out": True, "answer": result.answer,
-                     "abstained": result.abstained})
+                     "abstained": result.abstained, "ttft_ms": result.timings.get("ttft_ms"),
+                     "answerability": result.trace.get("answerability")})
         logger.info("left out %d/%d abstained=%s ttft=%.0fms", len(abstentions), len(held_out), result.abstained,
                     result.timings.get("ttft_ms", 0.0))
     return {

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 from llama_index.core.base.llms.types import ChatMessage
 
 from rag.answer import AnswerResult, Citation, Source
-from rag.citations import build_answer_messages, cited_sentences, infer_source, is_abstention, best_quote
+from rag.citations import (
+    abstain_text,
+    best_quote,
+    build_answer_messages,
+    cited_sentences,
+    infer_source,
+    is_abstention,
+)
 from rag.config import RagConfig
 from rag.groundedness import check_groundedness
 from rag.highlight import locate_passage
@@ -66,7 +73,14 @@ class AnswerStream:
             if self._fixed_answer is not None or self.messages is None:
                 pieces: Iterator[str] = iter([self._fixed_answer or ""])
             else:
-                pieces = self.engine.generate(self.messages, self._state)
+                verdict = self._check()
+                if self._state.get("error"):
+                    pieces = iter([])
+                elif verdict is not None and not verdict.answerable:
+                    self._state["gated"] = True
+                    pieces = iter([abstain_text(self.standalone_question)])
+                else:
+                    pieces = self.engine.generate(self.messages, self._state)
             for delta in pieces:
                 if first is None:
                     first = time.perf_counter()
@@ -80,13 +94,25 @@ class AnswerStream:
             self._timings["ttft_ms"] = round(((first or ended) - self._asked) * 1000, 1)
             self._timings["generation_ms"] = round((ended - started) * 1000, 1)
             stats = getattr(self._state.get("llm") or self.engine.llm, "last_stats", None) or {}
-            counted = int(stats.get("gen_tokens") or 0) if self.messages is not None else 0
-            self._timings["tokens"] = counted or (tokens if self.messages is not None else 0)
+            generated = self.messages is not None and not self._state.get("gated")
+            counted = int(stats.get("gen_tokens") or 0) if generated else 0
+            self._timings["tokens"] = counted or (tokens if generated else 0)
             seconds = max(ended - (first or ended), 1e-6)
             self._timings["tokens_per_s"] = round(self._timings["tokens"] / seconds, 2) if tokens > 1 else 0.0
-            if stats.get("prompt_eval_tokens") is not None and self.messages is not None:
+            if stats.get("prompt_eval_tokens") is not None and generated:
                 self._timings["prompt_tokens_evaluated"] = int(stats["prompt_eval_tokens"])
                 self._timings["context_tokens"] = int(stats.get("context_tokens") or 0)
+
+    def _check(self) -> Any:
+        """Run the answerability gate (when on); its verdict goes into the trace."""
+        settings = self.config.generation
+        if not (settings.answer_check and self.use_knowledge_base and self.sources):
+            return None
+        verdict = self.engine.check_answerable(self.messages, self.sources, self.retrieval, self.config,
+                                               self._state)
+        self._trace["answerability"] = verdict.to_dict()
+        self._timings["answer_check_ms"] = verdict.ms
+        return verdict
 
     @property
     def text(self) -> str:
@@ -103,7 +129,7 @@ class AnswerStream:
         answer, sources, reflection = self._text.strip(), self.sources, []
         error = self._state.get("error", "")
         knowledge = self.use_knowledge_base and self.messages is not None
-        if knowledge and not error and self.config.reflection.enabled and sources:
+        if knowledge and not error and self.config.reflection.enabled and sources and not self._state.get("gated"):
             answer, sources, reflection = self._reflect(answer, sources)
             self._timings["reflection_ms"] = _ms(started)
         abstained = False
@@ -112,7 +138,7 @@ class AnswerStream:
         if self.use_knowledge_base and not error:
             sentences = cited_sentences(answer, len(sources))
             explicit = any(s.numbers for s in sentences)
-            abstained = not sources or (is_abstention(answer) and not explicit)
+            abstained = not sources or bool(self._state.get("gated")) or (is_abstention(answer) and not explicit)
             if not abstained:
                 highlight_started = time.perf_counter()
                 citations = self._citations(sentences, sources)

@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.set_defaults(handler=_cmd_eval, passes_extra=True)
 
     bench = commands.add_parser("bench", help="benchmarks that print figures")
-    bench.add_argument("what", choices=["ingest", "llm", "query"])
+    bench.add_argument("what", choices=["ingest", "llm", "query", "sources", "answer"])
     bench.set_defaults(handler=_cmd_bench, passes_extra=True)
 
     from rag.cli_answer import add_commands
@@ -225,6 +225,14 @@ def _cmd_bench(args: argparse.Namespace, config: RagConfig) -> int:
         from rag.bench_query import main as bench_query
 
         return bench_query(args.rest, config)
+    if args.what == "answer":
+        from rag.bench_answer import main as bench_answer
+
+        return bench_answer(args.rest, config)
+    if args.what == "sources":
+        from rag.bench_sources import main as bench_sources
+
+        return bench_sources(args.rest, config)
     from rag.bench_llm import main as bench_llm
 
     return bench_llm(args.rest)

@@ -54,7 +54,9 @@ def build_answer_engine(config: RagConfig, store: Any = None, *, search_mode: st
     handle = handle or build_llm_handle(config)
     # the answering LLM is loaded anyway; the pipeline calls it only when query.rewrite / query.hyde
     # is on for a call, and the app changes those per call on a cached engine
-    pipeline = RetrievalPipeline(store, llm=handle.llm, reranker=reranker or build_reranker(config))
+    counter = getattr(handle.llm, "count_tokens", None)  # one context budget, in the LLM's own tokens
+    pipeline = RetrievalPipeline(store, llm=handle.llm, reranker=reranker or build_reranker(config),
+                                 count_tokens=counter if callable(counter) else None)
     factory = None
     if handle.backend_used == "openai" and config.llm.fallback_to_embedded:
         def factory() -> Any:

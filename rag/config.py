@@ -96,14 +96,26 @@ class RetrievalConfig:
 
 @dataclass(frozen=True)
 class RerankConfig:
+    """Cross-encoder reranking of the first ``candidates`` fused hits.
+
+    ``blend`` weighs the reranker against the retrieval score (both min-max normalised over the
+    candidates; 1.0 = reranker alone). ``languages`` lists the query languages the model reads
+    (comma-separated, or ``all``): an English-only model scores Chinese text as unknown tokens, so
+    such queries skip the stage, recorded in the trace.
+    """
+
     enabled: bool = False  # no cross-encoder ships in any PyPI package; see README
     model_path: str = ""
     top_n: int = 5
     candidates: int = 20
+    blend: float = 1.0
+    languages: str = "all"
 
     def validate(self) -> None:
         _require(self.top_n >= 1, "rerank.top_n", "must be >= 1")
         _require(self.candidates >= self.top_n, "rerank.candidates", "must be >= top_n")
+        _require(0.0 <= self.blend <= 1.0, "rerank.blend", "must be between 0 and 1")
+        _require(bool(self.languages.strip()), "rerank.languages", "must be 'all' or a list such as 'en' or 'en,zh'")
         _require(not self.enabled or bool(self.model_path), "rerank.model_path",
                  "is required when rerank is enabled (a local cross-encoder folder)")
 
@@ -143,12 +155,25 @@ class ReflectionConfig:
 
 @dataclass(frozen=True)
 class GenerationConfig:
+    """How answers are generated.
+
+    ``max_context_tokens`` is the sources' budget in the answering model's own tokens (the retrieval
+    pipeline counts with the LLM's tokenizer when it has one). ``answer_check`` asks the LLM first
+    whether the sources contain the answer (``rag.answerability``) and abstains when P(yes) is below
+    ``answer_check_threshold``; 0 records the check without gating. Defaults from measurement
+    (README, "Answering").
+    """
+
     max_context_tokens: int = 900
     max_answer_tokens: int = 384
     temperature: float = 0.1
+    answer_check: bool = True
+    answer_check_threshold: float = 0.5
 
     def validate(self) -> None:
         _require(self.max_context_tokens >= 64, "generation.max_context_tokens", "must be >= 64")
+        _require(0.0 <= self.answer_check_threshold <= 1.0, "generation.answer_check_threshold",
+                 "must be between 0 and 1")
         _require(self.max_answer_tokens >= 16, "generation.max_answer_tokens", "must be >= 16")
         _require(0.0 <= self.temperature <= 2.0, "generation.temperature", "must be between 0 and 2")
 
@@ -170,6 +195,9 @@ class LLMConfig:
     api_key_env: str = "RAG_LLM_API_KEY"
     connect_timeout_s: float = 2.0
     request_timeout_s: float = 120.0
+    # a server that accepts the connection but does not answer for this long is probed with GET /models;
+    # if that does not answer either, the request fails (within about 3 s in all) naming what to check
+    first_response_timeout_s: float = 1.0
     fallback_to_embedded: bool = True
 
     def validate(self) -> None:
@@ -178,6 +206,7 @@ class LLMConfig:
         _require(self.base_url.startswith(("http://", "https://")), "llm.base_url",
                  "must start with http:// or https://")
         _require(self.connect_timeout_s > 0, "llm.connect_timeout_s", "must be > 0")
+        _require(self.first_response_timeout_s > 0, "llm.first_response_timeout_s", "must be > 0")
 
 
 @dataclass(frozen=True)

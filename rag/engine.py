@@ -22,6 +22,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 
 from rag.answer import AnswerResult, ChatTurn, Citation, Source
+from rag.answerability import Verdict, check_messages, decide, top_similarity, yes_probability
 from rag.answer_stream import AnswerStream
 from rag.citations import (
     abstain_text,
@@ -78,6 +79,11 @@ class AnswerEngine:
         self.search_mode = search_mode
         self.llm_groundedness = llm_groundedness
         self._fallback_llm: LLM | None = None
+        # One context budget: the pipeline fits sources to generation.max_context_tokens in the answering
+        # model's own tokens (when it can count them), and select_sources only re-checks in that same unit.
+        counter = getattr(llm, "count_tokens", None)
+        if callable(counter) and getattr(pipeline, "count_tokens", None) is None:
+            pipeline.count_tokens = counter
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -132,8 +138,9 @@ class AnswerEngine:
     # -- steps (also used by AnswerStream and the reflection loop) -------------------------------
 
     def select_sources(self, retrieval: RetrievalResult, config: RagConfig) -> list[Source]:
-        counter = getattr(self.llm, "count_tokens", None)
-        counter = counter if callable(counter) else count_tokens
+        """Number the retrieved chunks; the budget check uses the pipeline's counter (the same unit it
+        fitted the context in), so it only ever trims when the pipeline had no counter at all."""
+        counter = getattr(self.pipeline, "count_tokens", None) or count_tokens
         return budget_sources(sources_from_nodes(retrieval.nodes), config.generation.max_context_tokens, counter)
 
     def condense(self, question: str, history: Sequence[ChatTurn], trace: dict[str, Any]) -> str:
@@ -155,6 +162,38 @@ class AnswerEngine:
         standalone = line if 3 <= len(line) <= 1000 else question
         trace["standalone_question"] = standalone
         return standalone
+
+    def check_answerable(self, messages: list[ChatMessage], sources: Sequence[Source],
+                         retrieval: RetrievalResult | None, config: RagConfig, state: dict[str, Any]) -> Verdict:
+        """Ask the LLM whether the sources contain the answer (see ``rag.answerability``).
+
+        A failing LLM is handled like in ``generate``: switch to the fallback once, or record the error in
+        ``state["error"]`` (the answer is then not attempted, so the user waits for one timeout, not two).
+        """
+        started = time.perf_counter()
+        similarity = top_similarity(retrieval, sources)
+        threshold = config.generation.answer_check_threshold
+        llm = state.get("llm") or self.llm
+        probe = check_messages(messages)
+        for attempt in (1, 2):
+            try:
+                p_yes, method = yes_probability(llm, probe)
+                break
+            except Exception as exc:  # noqa: BLE001 - any backend failure becomes a clear message
+                message = llm_error_message(exc, state.get("llm_backend", self.llm_backend))
+                logger.warning("answerability check failed: %s", message)
+                fallback = self._get_fallback() if attempt == 1 and self.fallback_llm_factory else None
+                if fallback is None:
+                    state["error"] = message + (" (fallback model also failed)" if attempt > 1 else "")
+                    verdict = Verdict(True, None, threshold, similarity, "error", message)
+                    verdict.ms = _ms(started)
+                    return verdict
+                state["fallback_reason"] = f"{message}; answered with the embedded model instead"
+                state["llm_backend"] = "embedded"
+                state["llm"] = llm = fallback
+        verdict = decide(p_yes, method, threshold, similarity)
+        verdict.ms = _ms(started)
+        return verdict
 
     def generate(self, messages: list[ChatMessage], state: dict[str, Any]) -> Iterator[str]:
         """Stream answer deltas, switching to the fallback LLM once if the current one fails.

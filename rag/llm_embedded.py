@@ -51,6 +51,8 @@ class EmbeddedLLM(CustomLLM):
     max_tokens: int = Field(default=384, ge=1)
     last_stats: dict[str, float] = Field(default_factory=dict, exclude=True,
                                          description="Timing of the last generation (seconds, tokens).")
+    last_check_stats: dict[str, float] = Field(default_factory=dict, exclude=True,
+                                               description="Timing of the last yes/no check.")
     _llama: Any = PrivateAttr()
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -97,6 +99,51 @@ class EmbeddedLLM(CustomLLM):
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under the model's own tokenizer (no BOS)."""
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def yes_no_probability(self, messages: Sequence[ChatMessage], yes_words: Sequence[str],
+                           no_words: Sequence[str]) -> tuple[float | None, str]:
+        """P(first reply token is a yes word) / P(yes or no word), read from the logits.
+
+        One token is generated; the logits of that step are captured by a logits processor (llama.cpp
+        computes only the last position's logits, so this costs the prompt plus one step, and the
+        prompt's prefix stays in the KV cache for the answer that follows).
+        """
+        import numpy as np
+
+        yes_ids, no_ids = self._word_ids(yes_words), self._word_ids(no_words)
+        captured: dict[str, Any] = {}
+
+        def capture(input_ids: Any, scores: Any) -> Any:
+            if "scores" not in captured:
+                captured["scores"] = np.array(scores, dtype=np.float64)
+            return scores
+
+        try:
+            from llama_cpp import LogitsProcessorList
+        except ImportError:  # a fake llama in tests
+            return None, "logits"
+        with self._lock:
+            _reset_perf_counters(self._llama)
+            started = time.monotonic()
+            self._llama.create_chat_completion(messages=[_to_dict(m) for m in messages], max_tokens=1,
+                                               temperature=0.0, logits_processor=LogitsProcessorList([capture]))
+            self.last_check_stats = {"total_s": time.monotonic() - started, **_perf_counters(self._llama)}
+        scores = captured.get("scores")
+        if scores is None or not (yes_ids or no_ids):
+            return None, "logits"
+        probabilities = np.exp(scores - scores.max())
+        yes = float(probabilities[yes_ids].sum()) if yes_ids else 0.0
+        no = float(probabilities[no_ids].sum()) if no_ids else 0.0
+        return (yes / (yes + no) if yes + no > 0 else None), "logits"
+
+    def _word_ids(self, words: Sequence[str]) -> list[int]:
+        """Token ids of the words that are a single token (multi-token words would be ambiguous)."""
+        ids = []
+        for word in words:
+            tokens = self._llama.tokenize(word.encode("utf-8"), add_bos=False, special=False)
+            if len(tokens) == 1 and tokens[0] not in ids:
+                ids.append(tokens[0])
+        return ids
 
     # --- llama-index LLM interface -------------------------------------------------------------
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
+import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import httpx
 import openai
@@ -30,6 +32,7 @@ from llama_index.core.llms.custom import CustomLLM
 logger = logging.getLogger(__name__)
 
 PLACEHOLDER_API_KEY = "not-needed"
+ERROR_BUDGET_S = 3.0  # a server that does not answer is reported within this (issue 4)
 
 
 class LLMUnavailableError(RuntimeError):
@@ -45,6 +48,8 @@ class OpenAICompatibleLLM(CustomLLM):
         api_key_env: Environment variable holding the API key; "not-needed" is sent when unset.
         connect_timeout_s: Seconds to wait for a TCP connection (and for the health check).
         request_timeout_s: Seconds to wait for a response or between streamed chunks.
+        first_response_timeout_s: Seconds to wait for the server to answer a request before checking that
+            it is alive at all (a stuck server is then reported within about 3 s). Defaults to 1.0.
         temperature: Sampling temperature. Defaults to 0.1.
         max_tokens: Answer length limit. Defaults to 384.
         context_window: Reported to llama-index for prompt budgeting. Defaults to 4096.
@@ -55,6 +60,7 @@ class OpenAICompatibleLLM(CustomLLM):
     api_key_env: str = Field(default="RAG_LLM_API_KEY")
     connect_timeout_s: float = Field(default=2.0, gt=0)
     request_timeout_s: float = Field(default=120.0, gt=0)
+    first_response_timeout_s: float = Field(default=1.0, gt=0)
     temperature: float = Field(default=0.1, ge=0.0, le=2.0)
     max_tokens: int = Field(default=384, ge=1)
     context_window: int = Field(default=4096, ge=256)
@@ -65,6 +71,9 @@ class OpenAICompatibleLLM(CustomLLM):
         self._client = openai.OpenAI(
             base_url=self.base_url, api_key=PLACEHOLDER_API_KEY, max_retries=0,
             timeout=httpx.Timeout(self.request_timeout_s, connect=self.connect_timeout_s))
+        # the openai client imports its resource modules on first use (~1 s on a loaded machine): do it
+        # now, so it is not charged to the first request's 3-second error budget
+        _ = self._client.chat.completions.create
 
     @classmethod
     def class_name(cls) -> str:
@@ -117,26 +126,128 @@ class OpenAICompatibleLLM(CustomLLM):
 
     # --- internals ------------------------------------------------------------------------------
 
+    def yes_no_probability(self, messages: Sequence[ChatMessage], yes_words: Sequence[str],
+                           no_words: Sequence[str]) -> tuple[float | None, str] | None:
+        """P(yes) / P(yes or no) for the first reply token from the server's ``top_logprobs``.
+
+        Returns None when the server does not give log-probabilities (the caller then reads the reply
+        text instead). Connection problems raise ``LLMUnavailableError`` as for any request.
+        """
+        import math
+
+        try:
+            chunks = self._open(messages, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=10)
+        except openai.BadRequestError:
+            return None
+        probabilities: dict[str, float] = {}
+        for chunk in chunks:
+            choice = chunk.choices[0] if chunk.choices else None
+            content = getattr(getattr(choice, "logprobs", None), "content", None) or []
+            for item in content[:1]:
+                for top in getattr(item, "top_logprobs", None) or []:
+                    probabilities[top.token] = probabilities.get(top.token, 0.0) + math.exp(top.logprob)
+        yes = sum(p for token, p in probabilities.items() if token in yes_words)
+        no = sum(p for token, p in probabilities.items() if token in no_words)
+        return (yes / (yes + no), "logprobs") if yes + no > 0 else None
+
     def _stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        stream = self._create(messages, **kwargs)
+        chunks = self._open(messages, **kwargs)
 
         def gen() -> ChatResponseGen:
             text = ""
+            for chunk in chunks:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta.content or ""
+                if delta:
+                    text += delta
+                    yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text),
+                                       delta=delta, raw=chunk)
+
+        return gen()
+
+    def _open(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Iterator[Any]:
+        """Start a streamed request; return once the server has answered, else raise within seconds.
+
+        The request runs in a worker thread so that a server which accepts the connection but never
+        answers is detected after ``first_response_timeout_s``: a quick ``GET /models`` then tells a busy
+        server (it answers: keep waiting, up to ``request_timeout_s``) from a stuck or wrong one (raise
+        ``LLMUnavailableError`` saying what to check). The abandoned worker ends with its own read timeout.
+        """
+        events: queue.Queue = queue.Queue()
+        cancelled = threading.Event()
+
+        def worker() -> None:
+            try:
+                stream = self._create(messages, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                events.put(("error", exc))
+                return
+            events.put(("open", None))
             try:
                 for chunk in stream:
-                    if not chunk.choices:
-                        continue
-                    delta = chunk.choices[0].delta.content or ""
-                    if delta:
-                        text += delta
-                        yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text),
-                                           delta=delta, raw=chunk)
-            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-                raise LLMUnavailableError(f"The LLM server at {self.base_url} stopped answering: {exc}") from exc
+                    if cancelled.is_set():
+                        break
+                    events.put(("chunk", chunk))
+                events.put(("end", None))
+            except (openai.APIConnectionError, openai.APITimeoutError, httpx.HTTPError) as exc:
+                events.put(("error", LLMUnavailableError(
+                    f"The LLM server at {self.base_url} stopped answering mid-reply ({type(exc).__name__}: {exc}) "
+                    "— check the server's log and that it is still running")))
+            except BaseException as exc:  # noqa: BLE001
+                events.put(("error", exc))
             finally:
                 stream.close()
 
-        return gen()
+        started = time.monotonic()
+        threading.Thread(target=worker, name="llm-request", daemon=True).start()
+        try:
+            kind, value = events.get(timeout=self.first_response_timeout_s)
+        except queue.Empty:
+            if not self._alive(started):
+                cancelled.set()
+                waited = time.monotonic() - started
+                raise LLMUnavailableError(
+                    f"The LLM server at {self.base_url} accepted the connection but did not answer within "
+                    f"{waited:.1f}s — check that the server is not stuck or overloaded and that llm.base_url "
+                    "points to its OpenAI-compatible API (ending in /v1)") from None
+            try:
+                kind, value = events.get(timeout=self.request_timeout_s)
+            except queue.Empty:
+                cancelled.set()
+                raise LLMUnavailableError(
+                    f"The LLM server at {self.base_url} answered its health check but not the request within "
+                    f"{self.request_timeout_s:g}s — check the server's log and load") from None
+        if kind == "error":
+            raise value
+        return self._drain(events, cancelled)
+
+    def _drain(self, events: queue.Queue, cancelled: threading.Event) -> Iterator[Any]:
+        try:
+            while True:
+                try:
+                    kind, value = events.get(timeout=self.request_timeout_s + 1)
+                except queue.Empty:
+                    raise LLMUnavailableError(
+                        f"The LLM server at {self.base_url} stopped sending for {self.request_timeout_s:g}s "
+                        "— check the server's log and load") from None
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise value
+                yield value
+        finally:
+            cancelled.set()
+
+    def _alive(self, started: float) -> bool:
+        """Whether ``GET /models`` answers within 1 s, or less when the 3-second error budget is running out
+        (0.8 s are kept for building the probe's client and the error, which is slow on a loaded machine)."""
+        left = max(0.3, min(1.0, ERROR_BUDGET_S - (time.monotonic() - started) - 0.8))
+        try:
+            self.health_check(timeout_s=left)
+        except LLMUnavailableError:
+            return False
+        return True
 
     def _api_key(self) -> str:
         return os.environ.get(self.api_key_env) or PLACEHOLDER_API_KEY
@@ -146,7 +257,8 @@ class OpenAICompatibleLLM(CustomLLM):
 
     def _create(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Any:
         params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
-        params.update({k: v for k, v in kwargs.items() if k in ("temperature", "max_tokens", "stop", "top_p", "seed")})
+        params.update({k: v for k, v in kwargs.items()
+                       if k in ("temperature", "max_tokens", "stop", "top_p", "seed", "logprobs", "top_logprobs")})
         try:
             return self._client.with_options(api_key=self._api_key()).chat.completions.create(
                 model=self.model, messages=to_openai_messages(messages), stream=True, **params)

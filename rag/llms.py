@@ -48,6 +48,7 @@ def build_llm(config: LLMConfig, generation: GenerationConfig, cache_dir: Path) 
         remote = OpenAICompatibleLLM(
             base_url=config.base_url, model=config.model, api_key_env=config.api_key_env,
             connect_timeout_s=config.connect_timeout_s, request_timeout_s=config.request_timeout_s,
+            first_response_timeout_s=config.first_response_timeout_s,
             temperature=generation.temperature, max_tokens=generation.max_answer_tokens, context_window=config.n_ctx)
         try:
             remote.health_check()

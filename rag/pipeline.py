@@ -12,7 +12,7 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -54,10 +54,15 @@ class RetrievalResult:
 
 class RetrievalPipeline:
     def __init__(self, store: DocumentStore, *, llm: Any = None, reranker: Any = None,
-                 query_cache: QueryEmbeddingCache | None = None, result_cache_size: int = 256) -> None:
+                 query_cache: QueryEmbeddingCache | None = None, result_cache_size: int = 256,
+                 count_tokens: Callable[[str], int] | None = None) -> None:
+        """``count_tokens`` measures ``generation.max_context_tokens``: pass the answering LLM's own
+        tokenizer (``EmbeddedLLM.count_tokens``) so there is one budget in real tokens; defaults to
+        ``rag.language.count_tokens`` (words, plus one per CJK character)."""
         self.store = store
         self.llm = llm
         self.reranker = reranker
+        self.count_tokens = count_tokens
         self.query_cache = query_cache or QueryEmbeddingCache()
         self._enhancers: dict[tuple, QueryEnhancer] = {}
         self._results: OrderedDict[tuple, RetrievalResult] = OrderedDict()
@@ -125,7 +130,7 @@ class RetrievalPipeline:
                                    lambda_mult=config.mmr.lambda_mult)
             nodes = self._postprocess("mmr", mmr, nodes, query, trace)
         nodes = nodes[: retrieval.top_k]
-        budget = ContextBudgetPostprocessor(config.generation.max_context_tokens, count_tokens)
+        budget = ContextBudgetPostprocessor(config.generation.max_context_tokens, self.count_tokens or count_tokens)
         nodes = self._postprocess("final", budget, nodes, query, trace)
 
         empty_reason = ""
