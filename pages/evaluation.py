@@ -128,14 +128,12 @@ def evaluate() -> dict:
 
 
 def _models(settings_config):
-    """The LLM (only when asked for) and the reranker (only when on), shared with the Chat page."""
-    wants_llm = load_llm and (settings_config.query.rewrite or settings_config.query.hyde)
-    if not (wants_llm or settings_config.rerank.enabled):
-        return None, None
-    from ui.resources import get_engine
+    """The LLM (only when asked for) and the reranker (only when on), the same cached ones Chat uses."""
+    from ui.resources import get_engine, get_reranker
 
-    pipeline = get_engine(settings_config).pipeline
-    return (pipeline.llm if wants_llm else None), (pipeline.reranker if settings_config.rerank.enabled else None)
+    wants_llm = load_llm and (settings_config.query.rewrite or settings_config.query.hyde)
+    llm = get_engine(settings_config).pipeline.llm if wants_llm else None
+    return llm, get_reranker(settings_config)
 
 
 if run:

@@ -96,3 +96,8 @@ def page_image(pdf_path: str, page: int, rects: Sequence[Sequence[float]], mtime
     from rag.highlight import render_highlighted_page
 
     return render_highlighted_page(Path(pdf_path), page, [list(r) for r in rects])
+
+
+def get_reranker(config: RagConfig) -> Any:
+    """The cross-encoder when ``rerank.enabled`` (the engine's cached one), else None; loads no LLM."""
+    return _reranker(config.rerank.model_path) if config.rerank.enabled else None

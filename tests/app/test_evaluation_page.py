@@ -183,3 +183,27 @@ def test_the_llm_is_taken_from_the_shared_engine_when_asked_for(app: AppTest, ev
     assert len(llm.prompts) >= 3  # every question was rewritten by the LLM
     assert any("sample of 50" in note for note in current.notes)
     assert not any("no LLM was loaded" in note for note in current.notes)
+
+
+def test_rerank_settings_use_the_cached_cross_encoder(app: AppTest, eval_data: Path, monkeypatch) -> None:
+    import ui.resources
+
+    class Scorer:
+        pairs: list = []
+
+        def predict(self, pairs, **kwargs):
+            Scorer.pairs += list(pairs)
+            return [float(len(set(q.lower().split()) & set(t.lower().split()))) for q, t in pairs]
+
+    monkeypatch.setattr(ui.resources, "_reranker", lambda model_path: Scorer())
+    monkeypatch.setattr(ui.resources, "get_engine", lambda config: pytest.fail("rerank alone must not load the LLM"))
+    monkeypatch.setenv("RAG_RERANK__ENABLED", "true")
+    monkeypatch.setenv("RAG_RERANK__MODEL_PATH", "/models/cross-encoder")
+    (eval_data / "squad-v1.1-dev.json").write_text(json.dumps(SQUAD), encoding="utf-8")
+    app.run()
+    _widget(app, "selectbox", "Compare with preset").set_value("(none)")
+    _run(app)
+
+    (current,) = app.session_state[RESULTS_KEY]["runs"]
+    assert Scorer.pairs and "rerank" not in current.fallbacks
+    assert current.metrics["recall@1"] == 1.0
