@@ -59,13 +59,20 @@ def mode_settings(mode: str, config: RagConfig) -> tuple[RagConfig, tuple[str, .
     if base not in BASE_MODES or any(e not in EXTENSIONS for e in extensions):
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(all_modes())}")
     overrides: dict[str, Any] = dict(BASE_MODES[base].get("overrides", {}))
+    if base != "default":
+        # an ablation row has exactly the stages it names, whatever the app's defaults turn on
+        overrides.update({"rerank.enabled": False, "mmr.enabled": False, "query.rewrite": False,
+                          "query.hyde": False})
     for extension in extensions:
         overrides.update(EXTENSIONS[extension])
     # rank deep enough for recall@20, and never let the LLM context budget cut a ranking
     overrides["retrieval.top_k"] = EVAL_DEPTH
     overrides["retrieval.candidate_k"] = max(config.retrieval.candidate_k, EVAL_DEPTH)
     overrides["generation.max_context_tokens"] = 10**7
-    if "rerank" in extensions:
+    if "rerank" in extensions and not config.rerank.model_path:
+        raise ValueError(f"mode {mode} needs a cross-encoder: set rerank.model_path (python -m rag.train_reranker "
+                         "trains one on the SciFact train split)")
+    if "rerank" in extensions or (base == "default" and config.rerank.enabled):
         overrides["rerank.candidates"] = max(config.rerank.candidates, EVAL_DEPTH)
         overrides["rerank.top_n"] = EVAL_DEPTH
     sources = BASE_MODES[base].get("sources", ("vector", "bm25"))
@@ -128,9 +135,7 @@ def evaluate(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfi
         dataset = dataset.subset(limit)
         note = note or f"ran on a random sample of {len(dataset.queries)} queries (seed 0)"
     if batch_query_embeddings:
-        pipeline.query_cache = QueryEmbeddingCache(size=2 * len(dataset.queries) + 16)
-        prime_query_cache(pipeline.query_cache, pipeline.store.router, pipeline.store.vectors.model_ids(),
-                          list(dataset.queries.values()))
+        prime_queries(pipeline, list(dataset.queries.values()))
     runs: dict[str, list[str]] = {}
     latencies: list[float] = []
     fallbacks: dict[str, int] = {}
@@ -156,6 +161,62 @@ def evaluate(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfi
     }
 
 
+def prime_queries(pipeline: RetrievalPipeline, queries: list[str]) -> None:
+    """Embed ``queries`` in batches into the pipeline's query cache, once per pipeline and query set."""
+    key = hash(tuple(queries))
+    if getattr(pipeline, "_primed_queries", None) == key:
+        return
+    pipeline.query_cache = QueryEmbeddingCache(size=2 * len(queries) + 16)
+    prime_query_cache(pipeline.query_cache, pipeline.store.router, pipeline.store.vectors.model_ids(), queries)
+    pipeline._primed_queries = key
+
+
+def evaluate_grid(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfig, modes: list[str], *,
+                  limit: int | None = None, batch_query_embeddings: bool = False,
+                  progress: Any = None) -> list[dict[str, Any]]:
+    """``evaluate`` for each of ``modes`` on one pipeline.
+
+    Sharing the pipeline shares its caches: query embeddings are computed once for all modes, and the
+    LLM's rewrite / HyDE output for a query is generated once and reused by every mode that needs it.
+    ``progress(mode, done, total)`` is called after each query.
+    """
+    reports = []
+    for mode in modes:
+        logger.warning("evaluating %s on %s", mode, dataset.name)
+        step = (lambda done, total, mode=mode: progress(mode, done, total)) if progress else None
+        reports.append(evaluate(dataset, pipeline, config, mode, limit=limit, progress=step,
+                                batch_query_embeddings=batch_query_embeddings))
+    return reports
+
+
+def format_grid_markdown(reports: list[dict[str, Any]]) -> str:
+    """One Markdown table, a row per (dataset, mode) report, notes and fallbacks listed under it."""
+    if not reports:
+        return ""
+    keys = list(reports[0]["metrics"])
+    lines = ["| dataset | mode | queries | " + " | ".join(keys) + " | p50 ms | p95 ms | p99 ms |",
+             "|" + "---|" * (len(keys) + 6)]
+    notes: list[str] = []
+    parts = [[p for p in report.get("note", "").split("; ") if p] for report in reports]
+    shared = [p for p in parts[0] if all(p in other for other in parts)]  # said once, under the table
+    for report, own in zip(reports, parts):
+        lat = report["latency_ms"]
+        marks = ""
+        extra = [p for p in own if p not in shared] + [f"fallback in {stage} x{count}"
+                                                       for stage, count in report.get("fallbacks", {}).items()]
+        if extra:
+            notes.append(f"{report['dataset']} / {report['mode']}: " + "; ".join(extra))
+            marks = f" [{len(notes)}]"
+        lines.append(f"| {report['dataset']} | {report['mode']}{marks} | {report['n_queries']} | "
+                     + " | ".join(f"{report['metrics'][k]:.3f}" for k in keys)
+                     + f" | {lat['p50']:.1f} | {lat['p95']:.1f} | {lat['p99']:.1f} |")
+    if notes or shared:
+        lines.append("")
+    lines.extend(f"All rows: {note}." for note in shared)
+    lines.extend(f"[{i}] {note}" for i, note in enumerate(notes, start=1))
+    return "\n".join(lines)
+
+
 def format_markdown(report: dict[str, Any]) -> str:
     metrics = report["metrics"]
     header = "| dataset | mode | queries | " + " | ".join(metrics) + " | p50 ms | p95 ms | p99 ms |"
@@ -176,24 +237,41 @@ def main(argv: list[str], config: RagConfig) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag eval")
     parser.add_argument("--dataset", required=True, help="scifact, squad, cmrc2018, or a BEIR folder / SQuAD json / CSV")
     parser.add_argument("--mode", default="default", help="; ".join(all_modes()))
+    parser.add_argument("--all-modes", action="store_true", help="run every mode (the ablation grid) on one pipeline")
+    parser.add_argument("--modes", default=None, help="a comma-separated list of modes to run as a grid")
     parser.add_argument("--limit", type=int, default=None, help="evaluate a random sample of N queries")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table (the default without --json)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the Markdown table to this file")
     parser.add_argument("--batch-embed", action="store_true",
                         help="embed all queries in batches first (faster; latency then excludes embedding)")
     args = parser.parse_args(argv)
 
     from rag.runtime import build_pipeline, build_router
 
+    modes = all_modes() if args.all_modes else ([m.strip() for m in args.modes.split(",") if m.strip()]
+                                                 if args.modes else [args.mode])
     try:
         dataset = load_dataset(args.dataset, args.data_root)
-        _, _, needs_llm = mode_settings(args.mode, config)
+        needs_llm = any(mode_settings(mode, config)[2] for mode in modes)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     router = build_router(config)
     store = eval_store(dataset, config, router)
     pipeline = build_pipeline(config, store, with_llm=needs_llm)
-    report = evaluate(dataset, pipeline, config, args.mode, limit=args.limit, batch_query_embeddings=args.batch_embed)
-    print(json.dumps(report, ensure_ascii=False) if args.json else format_markdown(report))
+    if pipeline.reranker is None and config.rerank.model_path and any("rerank" in m.split("+") for m in modes):
+        from rag.embedders import build_cross_encoder
+
+        pipeline.reranker = build_cross_encoder(config.rerank.model_path)
+    reports = evaluate_grid(dataset, pipeline, config, modes, limit=args.limit,
+                            batch_query_embeddings=args.batch_embed)
+    table = format_grid_markdown(reports) if len(reports) > 1 else format_markdown(reports[0])
+    if args.out:
+        args.out.write_text(table + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(reports[0] if len(reports) == 1 else reports, ensure_ascii=False))
+    else:
+        print(table)
     return 0

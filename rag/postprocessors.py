@@ -144,11 +144,30 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return vector / norm if norm > 0 else vector
 
 
+def blend_scores(rerank: Sequence[float], retrieval: Sequence[float | None], weight: float) -> list[float]:
+    """``weight * minmax(rerank) + (1 - weight) * minmax(retrieval)`` per candidate.
+
+    A small in-domain reranker is better at telling close candidates apart than at overruling a
+    confident first stage; blending keeps both (weight 1.0 is pure rerank). Min-max puts the two on
+    one scale within the candidate list; a constant list contributes 0.
+    """
+    def minmax(values: Sequence[float | None]) -> list[float]:
+        clean = [float(v) if v is not None and math.isfinite(float(v)) else None for v in values]
+        present = [v for v in clean if v is not None]
+        low, high = (min(present), max(present)) if present else (0.0, 0.0)
+        return [0.0 if v is None or high <= low else (v - low) / (high - low) for v in clean]
+
+    if len(rerank) != len(retrieval):
+        raise ValueError(f"{len(rerank)} rerank scores for {len(retrieval)} candidates")
+    return [weight * a + (1.0 - weight) * b for a, b in zip(minmax(rerank), minmax(retrieval))]
+
+
 class CrossEncoderRerankPostprocessor(ReportingPostprocessor):
     """Rerank the first ``candidates`` nodes with a cross-encoder and keep the best ``top_n``.
 
-    The new ``node.score`` and ``metadata["rerank_score"]`` are the scorer's score; the incoming
-    score is kept in ``metadata["retrieval_score"]``. Nodes beyond ``candidates`` are dropped. If
+    ``metadata["rerank_score"]`` is the scorer's score and the incoming score is kept in
+    ``metadata["retrieval_score"]``. The new ``node.score`` is ``blend_scores(rerank, retrieval,
+    blend)``: with ``blend`` 1.0 (the default) it is the scorer's score itself. Nodes beyond ``candidates`` are dropped. If
     the scorer raises or returns the wrong number of scores, the first ``top_n`` nodes are returned
     unchanged and ``last_reason`` says why.
 
@@ -157,18 +176,21 @@ class CrossEncoderRerankPostprocessor(ReportingPostprocessor):
             sentence-transformers ``CrossEncoder`` (built by the caller, e.g. from a local folder).
         top_n: How many nodes to keep. Defaults to 5.
         candidates: How many incoming nodes to score. Defaults to 20.
+        blend: Weight of the reranker against the retrieval score (min-max normalised within the
+            candidates); 1.0 ranks by the reranker alone. Defaults to 1.0.
     """
 
     top_n: int = Field(default=5, ge=1)
     candidates: int = Field(default=20, ge=1)
+    blend: float = Field(default=1.0, ge=0.0, le=1.0)
     _scorer: Any = PrivateAttr()
 
-    def __init__(self, scorer: Any, top_n: int = 5, candidates: int = 20, **kwargs: Any) -> None:
+    def __init__(self, scorer: Any, top_n: int = 5, candidates: int = 20, blend: float = 1.0, **kwargs: Any) -> None:
         if not callable(getattr(scorer, "predict", None)):
             raise TypeError("scorer needs a predict(list[tuple[str, str]]) method")
         if candidates < top_n:
             raise ValueError(f"candidates ({candidates}) must be >= top_n ({top_n})")
-        super().__init__(top_n=top_n, candidates=candidates, **kwargs)
+        super().__init__(top_n=top_n, candidates=candidates, blend=blend, **kwargs)
         self._scorer = scorer
 
     @classmethod
@@ -191,8 +213,9 @@ class CrossEncoderRerankPostprocessor(ReportingPostprocessor):
         except Exception as exc:  # degrade: keep the retrieval order
             self._report(f"rerank failed ({type(exc).__name__}: {exc}); kept retrieval order")
             return pool[: self.top_n]
-        order = sorted(range(len(pool)), key=lambda i: -scores[i] if math.isfinite(scores[i]) else math.inf)
-        return [annotate_node(pool[i], score=scores[i], rerank_score=scores[i], retrieval_score=pool[i].score)
+        final = scores if self.blend >= 1.0 else blend_scores(scores, [n.score for n in pool], self.blend)
+        order = sorted(range(len(pool)), key=lambda i: -final[i] if math.isfinite(final[i]) else math.inf)
+        return [annotate_node(pool[i], score=final[i], rerank_score=scores[i], retrieval_score=pool[i].score)
                 for i in order[: self.top_n]]
 
 

@@ -159,3 +159,40 @@ def test_context_budget_limits_the_final_nodes(loaded: DocumentStore, config: Ra
     from rag.language import count_tokens
 
     assert sum(count_tokens(n.node.get_content()) for n in result.nodes) <= 64
+
+
+def test_mmr_uses_the_stored_vectors_instead_of_re_embedding(loaded: DocumentStore, config: RagConfig,
+                                                             monkeypatch) -> None:
+    embedder = loaded.router.for_language("en")
+
+    def no_text_embedding(*args, **kwargs):
+        raise AssertionError("MMR re-embedded candidate texts")
+
+    monkeypatch.setattr(type(embedder), "get_text_embedding_batch", no_text_embedding)
+    with_mmr = config.with_overrides({"mmr.enabled": "true", "mmr.lambda_mult": "0.5", "retrieval.top_k": "3"})
+    # English documents only: a Chinese chunk has no vector in the MiniLM space, so MMR would embed it
+    result = RetrievalPipeline(loaded).retrieve("ibuprofen dose fever adults", with_mmr, doc_ids=["med", "fin"])
+    stage = result.trace.get("mmr")
+    assert stage is not None and not stage.fallback_reason, stage.fallback_reason
+    assert 1 <= len(result.nodes) <= 3
+    assert all("mmr_score" in n.node.metadata for n in result.nodes)
+
+
+def test_rerank_skips_queries_in_languages_the_model_cannot_read(loaded: DocumentStore, config: RagConfig) -> None:
+    class Scorer:
+        calls = 0
+
+        def predict(self, pairs):
+            Scorer.calls += 1
+            return [0.0 for _ in pairs]
+
+    english_only = config.with_overrides({"rerank.enabled": "true", "rerank.model_path": "/unused",
+                                          "rerank.languages": "en", "rerank.blend": "0.5"})
+    chinese = RetrievalPipeline(loaded, reranker=Scorer()).retrieve("布洛芬每日最大剂量是多少", english_only)
+    assert "reads en only" in chinese.trace.get("rerank").fallback_reason and Scorer.calls == 0
+    assert chinese.nodes and chinese.nodes[0].node.metadata["doc_id"] == "zh"
+    english = RetrievalPipeline(loaded, reranker=Scorer()).retrieve("ibuprofen dose for adults", english_only)
+    assert not english.trace.get("rerank").fallback_reason and Scorer.calls == 1
+    # a constant reranker with blend 0.5 keeps the retrieval order
+    plain = RetrievalPipeline(loaded).retrieve("ibuprofen dose for adults", config)
+    assert [n.node.node_id for n in english.nodes] == [n.node.node_id for n in plain.nodes][: len(english.nodes)]

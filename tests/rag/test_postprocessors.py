@@ -279,3 +279,31 @@ def test_budget_with_custom_counter() -> None:
 
     assert _ids(kept) == ["a", "b"]
     assert cut[0].node.get_content() == "abcdefghij"
+
+
+def test_blend_scores_mixes_min_max_normalised_scores() -> None:
+    from rag.postprocessors import blend_scores
+
+    assert blend_scores([0.0, 10.0, 5.0], [3.0, 1.0, 2.0], 1.0) == [0.0, 1.0, 0.5]
+    assert blend_scores([0.0, 10.0, 5.0], [3.0, 1.0, 2.0], 0.0) == [1.0, 0.0, 0.5]
+    assert blend_scores([0.0, 10.0], [1.0, 0.0], 0.25) == [0.75, 0.25]
+    assert blend_scores([2.0, 2.0], [None, 1.0], 0.5) == [0.0, 0.0]  # constant / missing contribute 0
+    with pytest.raises(ValueError):
+        blend_scores([1.0], [1.0, 2.0], 0.5)
+
+
+def test_rerank_blend_lets_a_confident_retrieval_score_survive() -> None:
+    # the scorer slightly prefers q, retrieval strongly prefers p: a 0.3 blend keeps p first
+    scorer = FakeScorer({"p": 0.4, "q": 0.5, "r": 0.0})
+    nodes = [_node("p", 1.0), _node("q", 0.1), _node("r", 0.0)]
+
+    pure = CrossEncoderRerankPostprocessor(scorer, top_n=3, candidates=3).postprocess_nodes(nodes, query_str="Q")
+    blended = CrossEncoderRerankPostprocessor(scorer, top_n=3, candidates=3, blend=0.3).postprocess_nodes(
+        nodes, query_str="Q")
+
+    assert _ids(pure) == ["q", "p", "r"]
+    assert _ids(blended) == ["p", "q", "r"]
+    assert blended[0].node.metadata["rerank_score"] == 0.4  # the raw scorer score is kept
+    assert blended[0].score == pytest.approx(0.3 * 0.8 + 0.7 * 1.0)
+    with pytest.raises(ValueError):
+        CrossEncoderRerankPostprocessor(scorer, blend=1.5)
