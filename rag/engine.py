@@ -22,7 +22,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 
 from rag.answer import AnswerResult, ChatTurn, Citation, Source
-from rag.answerability import Verdict, check_messages, decide, top_similarity, yes_probability
+from rag.answerability import Verdict, check_messages, decide, threshold_for, top_similarity, yes_probability
 from rag.answer_stream import AnswerStream
 from rag.citations import (
     abstain_text,
@@ -172,8 +172,8 @@ class AnswerEngine:
         """
         started = time.perf_counter()
         similarity = top_similarity(retrieval, sources)
-        threshold = config.generation.answer_check_threshold
         llm = state.get("llm") or self.llm
+        threshold = threshold_for(llm, config.generation)
         probe = check_messages(messages)
         for attempt in (1, 2):
             try:
@@ -191,6 +191,7 @@ class AnswerEngine:
                 state["fallback_reason"] = f"{message}; answered with the embedded model instead"
                 state["llm_backend"] = "embedded"
                 state["llm"] = llm = fallback
+                threshold = threshold_for(llm, config.generation)
         verdict = decide(p_yes, method, threshold, similarity)
         verdict.ms = _ms(started)
         return verdict

@@ -133,3 +133,15 @@ def test_embedded_llm_reads_yes_and_no_probability_from_the_logits() -> None:
     p_yes, method = yes_probability(llm, check_messages(messages))
     assert method == "logits" and p_yes == pytest.approx(0.4 / 0.9, abs=1e-3)
     assert llama.messages[-1]["content"].endswith(ANSWER_CHECK_LINE) and llama.messages[0]["content"] == "rules"
+
+
+def test_bundled_models_use_their_calibrated_threshold_unless_turned_off(config: RagConfig) -> None:
+    from rag.answerability import CALIBRATED_THRESHOLDS, threshold_for
+
+    small = EmbeddedLLM(LogitLlama({}), model_name="qwen2.5-0.5b-instruct")
+    other = EmbeddedLLM(LogitLlama({}), model_name="my-own.gguf")
+    settings = config.generation
+    assert threshold_for(small, settings) == CALIBRATED_THRESHOLDS["qwen2.5-0.5b-instruct"]
+    assert threshold_for(other, settings) == settings.answer_check_threshold
+    manual = replace(settings, answer_check_calibrated=False, answer_check_threshold=0.8)
+    assert threshold_for(small, manual) == 0.8
