@@ -109,7 +109,7 @@ class AnswerStream:
         if not (settings.answer_check and self.use_knowledge_base and self.sources):
             return None
         verdict = self.engine.check_answerable(self.messages, self.sources, self.retrieval, self.config,
-                                               self._state)
+                                               self._state, question=self.standalone_question)
         self._trace["answerability"] = verdict.to_dict()
         self._timings["answer_check_ms"] = verdict.ms
         return verdict

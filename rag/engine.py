@@ -31,7 +31,7 @@ from rag.citations import (
     sources_from_nodes,
 )
 from rag.config import RagConfig
-from rag.language import count_tokens
+from rag.language import count_tokens, detect_language
 from rag.pipeline import RetrievalPipeline, RetrievalResult, validate_query
 from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT
 from rag.routing import route_question
@@ -164,7 +164,8 @@ class AnswerEngine:
         return standalone
 
     def check_answerable(self, messages: list[ChatMessage], sources: Sequence[Source],
-                         retrieval: RetrievalResult | None, config: RagConfig, state: dict[str, Any]) -> Verdict:
+                         retrieval: RetrievalResult | None, config: RagConfig, state: dict[str, Any],
+                         question: str = "") -> Verdict:
         """Ask the LLM whether the sources contain the answer (see ``rag.answerability``).
 
         A failing LLM is handled like in ``generate``: switch to the fallback once, or record the error in
@@ -173,7 +174,8 @@ class AnswerEngine:
         started = time.perf_counter()
         similarity = top_similarity(retrieval, sources)
         llm = state.get("llm") or self.llm
-        threshold = threshold_for(llm, config.generation)
+        language = detect_language(question or messages[-1].content or "")  # thresholds are per language
+        threshold = threshold_for(llm, config.generation, language)
         probe = check_messages(messages)
         for attempt in (1, 2):
             try:
@@ -191,7 +193,7 @@ class AnswerEngine:
                 state["fallback_reason"] = f"{message}; answered with the embedded model instead"
                 state["llm_backend"] = "embedded"
                 state["llm"] = llm = fallback
-                threshold = threshold_for(llm, config.generation)
+                threshold = threshold_for(llm, config.generation, language)
         verdict = decide(p_yes, method, threshold, similarity)
         verdict.ms = _ms(started)
         return verdict

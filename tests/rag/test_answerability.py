@@ -141,7 +141,8 @@ def test_bundled_models_use_their_calibrated_threshold_unless_turned_off(config:
     small = EmbeddedLLM(LogitLlama({}), model_name="qwen2.5-0.5b-instruct")
     other = EmbeddedLLM(LogitLlama({}), model_name="my-own.gguf")
     settings = config.generation
-    assert threshold_for(small, settings) == CALIBRATED_THRESHOLDS["qwen2.5-0.5b-instruct"]
+    assert threshold_for(small, settings) == CALIBRATED_THRESHOLDS[("qwen2.5-0.5b-instruct", "en")] > 0
+    assert threshold_for(small, settings, "zh") == 0.0  # not calibrated for Chinese: recorded, never gated
     assert threshold_for(other, settings) == settings.answer_check_threshold
     manual = replace(settings, answer_check_calibrated=False, answer_check_threshold=0.8)
     assert threshold_for(small, manual) == 0.8
