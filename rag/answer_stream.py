@@ -15,6 +15,7 @@ from llama_index.core.base.llms.types import ChatMessage
 
 from rag.answer import AnswerResult, Citation, Source
 from rag.citations import (
+    add_inferred_markers,
     abstain_text,
     best_quote,
     build_answer_messages,
@@ -143,6 +144,9 @@ class AnswerStream:
                 highlight_started = time.perf_counter()
                 citations = self._citations(sentences, sources)
                 self._timings["highlight_ms"] = _ms(highlight_started)
+                answer, added = add_inferred_markers(answer, citations)
+                if added:
+                    self._trace["markers_added"] = added  # the model wrote no marker for these sentences
                 grounded_started = time.perf_counter()
                 groundedness = check_groundedness(
                     sentences, sources, embedder=self.engine.embedder_for_checks,

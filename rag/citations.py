@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore
@@ -141,6 +141,29 @@ def is_abstention(answer: str) -> bool:
     if not flat:
         return True
     return any(marker in flat for marker in ABSTAIN_MARKERS)
+
+
+def add_inferred_markers(answer: str, citations: Sequence[Any]) -> tuple[str, int]:
+    """``answer`` with an ``[n]`` marker on each sentence whose source was matched without one.
+
+    Small models often answer correctly but forget the markers; the reader should still see which
+    source backs each sentence. The marker goes before the sentence's closing punctuation. Returns the
+    new text and how many markers were added (sentences not found verbatim are left alone).
+    """
+    added = 0
+    for citation in citations:
+        if not getattr(citation, "inferred", False) or not citation.sentence:
+            continue
+        at = answer.find(citation.sentence)
+        if at < 0:
+            continue
+        end = at + len(citation.sentence)
+        body = citation.sentence.rstrip(".!?。！？")
+        cut = at + len(body)
+        space = "" if _CJK.search(body[-1:] or "") else " "
+        answer = f"{answer[:cut]}{space}[{citation.n}]{answer[cut:end]}{answer[end:]}"
+        added += 1
+    return answer, added
 
 
 def strip_markers(text: str) -> str:

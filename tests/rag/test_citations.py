@@ -81,3 +81,18 @@ def test_budget_keeps_order_and_cuts_the_last_source_at_a_sentence() -> None:
 
 def test_strip_markers() -> None:
     assert strip_markers("It is 5 mg [1]. 它是5毫克【2】。") == "It is 5 mg. 它是5毫克。"
+
+
+def test_inferred_markers_go_before_the_closing_punctuation_in_both_scripts() -> None:
+    from types import SimpleNamespace
+
+    from rag.citations import add_inferred_markers
+
+    answer = "RAPT is a tuning method. It was cited [2]. 布洛芬每日最大剂量为1200毫克。"
+    citations = [SimpleNamespace(n=1, sentence="RAPT is a tuning method.", inferred=True),
+                 SimpleNamespace(n=2, sentence="It was cited.", inferred=False),
+                 SimpleNamespace(n=3, sentence="布洛芬每日最大剂量为1200毫克。", inferred=True),
+                 SimpleNamespace(n=4, sentence="A sentence the answer does not contain.", inferred=True)]
+    text, added = add_inferred_markers(answer, citations)
+    assert text == "RAPT is a tuning method [1]. It was cited [2]. 布洛芬每日最大剂量为1200毫克[3]。"
+    assert added == 2

@@ -225,6 +225,10 @@ def test_uncited_sentence_is_matched_to_its_source(store, docs, small_chunks) ->
     llm = ScriptedLLM(replies=["The maximum daily dose of ibuprofen for adults is 1200 milligrams."])
     result = _engine(store, llm).answer(EN_Q, small_chunks)
     assert result.citations and result.citations[0].inferred and result.citations[0].page == 2
+    # the reader still sees which source backs the sentence
+    n = result.citations[0].n
+    assert result.answer == f"The maximum daily dose of ibuprofen for adults is 1200 milligrams [{n}]."
+    assert result.trace["markers_added"] == 1
 
 
 def test_cli_commands_register_with_handlers() -> None:
