@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.conftest import SHARED_DATA
@@ -47,3 +48,92 @@ def test_upload_a_real_pdf_and_wait_until_it_is_indexed(page, app_url: str) -> N
     expect(page.get_by_role("combobox", name="Inspect a document")).to_have_value(f"{PDF.name} (completed)")
     page.locator('[data-testid="stImage"] img').first.wait_for()  # the page preview
     screenshot(page, "documents")
+
+
+def _nav(page, title: str) -> None:
+    """Go to a page the way a user does: its link in the sidebar navigation."""
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
+    page.get_by_role("heading", name=title, level=1).wait_for()
+    _settle(page)
+
+
+def _choose(scope, label: str, option: str | int) -> None:
+    """Pick an option of a Streamlit selectbox through its drop-down, as a user does."""
+    box = scope.get_by_role("combobox", name=label)
+    box.scroll_into_view_if_needed()
+    box.click()
+    listbox = box.page.get_by_role("listbox", name=f"{label} Open")
+    try:
+        listbox.wait_for(timeout=5_000)
+    except PlaywrightTimeout:  # a rerun redrew the widget under the click: open it from the keyboard
+        box.press("ArrowDown")
+        listbox.wait_for()
+    choice = (listbox.get_by_role("option").nth(option) if isinstance(option, int)
+              else listbox.get_by_role("option", name=option, exact=True))
+    choice.click()
+    _settle(box.page)
+
+
+def _ask(page, question: str) -> None:
+    answers_before = page.get_by_text("Retrieval trace").count()
+    box = page.get_by_placeholder("Ask about your documents")
+    box.fill(question)
+    box.press("Enter")
+    # a finished answer is redrawn from the history with its trace expander
+    expect(page.get_by_text("Retrieval trace")).to_have_count(answers_before + 1, timeout=ANSWER_TIMEOUT_MS)
+    _settle(page)
+
+
+def test_ask_and_open_a_citation_on_its_highlighted_page(page, app_url: str) -> None:
+    _nav(page, "Chat")
+    _ask(page, "What does RAPT stand for, and what is it used for?")
+    answer = page.locator('[data-testid="stChatMessage"]').last
+    # every cited sentence carries its [n] marker in the answer text
+    expect(answer.locator('[data-testid="stMarkdownContainer"]').first).to_contain_text(re.compile(r"\[\d\]"))
+    _choose(answer, "Citation", 0)
+    _settle(page)
+    image = page.locator('[data-testid="stChatMessage"]').last.locator('[data-testid="stImage"] img').first
+    expect(image).to_be_visible()
+    assert image.evaluate("img => img.naturalWidth") > 300  # a rendered page, not a broken image
+    expect(page.locator('[data-testid="stChatMessage"]').last.get_by_text(re.compile(r"page \d+"))).not_to_have_count(0)
+    screenshot(page, "chat")
+
+
+def test_a_settings_slider_change_shows_in_the_next_answers_trace(page, app_url: str) -> None:
+    _nav(page, "Settings")
+    slider = page.get_by_role("slider", name="Top-k")
+    slider.focus()
+    slider.press("Home")  # 1
+    slider.press("ArrowRight")  # 2
+    expect(slider).to_have_value("2")
+    page.get_by_role("button", name="Apply settings").click()
+    _settle(page)
+    screenshot(page, "settings")
+
+    _nav(page, "Chat")
+    _ask(page, "How is novelty controlled in NC-RAPT?")
+    page.get_by_text("Retrieval trace").last.click()
+    trace = page.locator('[data-testid="stExpander"]').filter(has_text="Candidates per stage").last
+    expect(trace.get_by_text(re.compile(r"^Settings: top_k 2 · "))).to_be_visible()
+    expect(trace.get_by_text(re.compile(r"Candidates per stage: .*final 2$"))).to_be_visible()
+
+
+def test_compare_answers_one_question_under_two_settings_side_by_side(page, app_url: str) -> None:
+    _nav(page, "Compare")
+    for label, preset in (("Settings A", "Default"), ("Settings B", "Vector only")):
+        _choose(page, label, preset)
+    page.get_by_label("Question").fill("What datasets were used in the experiments?")
+    page.get_by_role("button", name="Compare").click()
+    side_by_side = page.get_by_role("heading", name="Side by side")
+    side_by_side.wait_for(timeout=ANSWER_TIMEOUT_MS)
+    _settle(page, timeout_ms=ANSWER_TIMEOUT_MS)
+    expect(page.get_by_text("Retrieval trace")).to_have_count(2)
+    screenshot(page, "compare")
+
+
+def test_evaluation_and_every_page_render_without_errors(page, app_url: str) -> None:
+    for title in ("Evaluation", "Documents", "Settings"):
+        _nav(page, title)
+        expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    _nav(page, "Evaluation")
+    screenshot(page, "evaluation")
