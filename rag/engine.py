@@ -182,16 +182,11 @@ class AnswerEngine:
                 p_yes, method = yes_probability(llm, probe)
                 break
             except Exception as exc:  # noqa: BLE001 - any backend failure becomes a clear message
-                message = llm_error_message(exc, state.get("llm_backend", self.llm_backend))
-                logger.warning("answerability check failed: %s", message)
-                fallback = self._get_fallback() if attempt == 1 and self.fallback_llm_factory else None
+                fallback = self._fall_back(exc, attempt, state, "answerability check")
                 if fallback is None:
-                    state["error"] = message + (" (fallback model also failed)" if attempt > 1 else "")
-                    verdict = Verdict(True, None, threshold, similarity, "error", message)
+                    verdict = Verdict(True, None, threshold, similarity, "error", state["error"])
                     verdict.ms = _ms(started)
                     return verdict
-                state["fallback_reason"] = f"{message}; answered with the embedded model instead"
-                state["llm_backend"] = "embedded"
                 state["llm"] = llm = fallback
                 threshold = threshold_for(llm, config.generation, language)
         verdict = decide(p_yes, method, threshold, similarity)
@@ -217,18 +212,28 @@ class AnswerEngine:
                 state["llm"] = llm
                 return
             except Exception as exc:  # noqa: BLE001 - any backend failure becomes a clear message
-                message = llm_error_message(exc, state.get("llm_backend", self.llm_backend))
-                logger.warning("LLM failed mid-request: %s", message)
-                fallback = self._get_fallback() if attempts == 1 and self.fallback_llm_factory else None
+                fallback = self._fall_back(exc, attempts, state, "answering")
                 if fallback is None:
-                    state["error"] = message + (" (fallback model also failed)" if attempts > 1 else "")
                     return
-                state["fallback_reason"] = f"{message}; answered with the embedded model instead"
-                state["llm_backend"] = "embedded"
                 state["restarted"] = produced
                 if produced:
                     yield "\n\n"
                 llm = fallback
+
+    def _fall_back(self, exc: BaseException, attempt: int, state: dict[str, Any], step: str) -> LLM | None:
+        """After a failure on the first attempt, the embedded fallback LLM (recorded in ``state``).
+
+        Returns None, with ``state["error"]`` set, when there is no fallback or it failed too.
+        """
+        message = llm_error_message(exc, state.get("llm_backend", self.llm_backend))
+        logger.warning("LLM failed during %s: %s", step, message)
+        fallback = self._get_fallback() if attempt == 1 and self.fallback_llm_factory else None
+        if fallback is None:
+            state["error"] = message + (" (fallback model also failed)" if attempt > 1 else "")
+            return None
+        state["fallback_reason"] = f"{message}; answered with the embedded model instead"
+        state["llm_backend"] = "embedded"
+        return fallback
 
     def _get_fallback(self) -> LLM | None:
         if self._fallback_llm is None and self.fallback_llm_factory is not None:

@@ -14,13 +14,12 @@ from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
 import rag.runtime
-from rag.embedding_router import EmbedderRouter
 from rag.llms import LLMHandle
 from rag.transcript import to_json, to_markdown
 from tests import fixtures
-from tests.fakes import HashEmbedding, ScriptedLLM
+from tests.app.conftest import open_app
+from tests.fakes import ScriptedLLM
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 QUESTION = "What is the maximum daily dose of ibuprofen for adults?"
 ANSWER = "The maximum daily dose of ibuprofen for adults is 1200 milligrams [1]."
 
@@ -62,16 +61,9 @@ def llm() -> RoutedLLM:
 
 
 @pytest.fixture
-def app(tmp_path: Path, monkeypatch, llm: RoutedLLM) -> AppTest:
-    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr(rag.runtime, "build_router", lambda config: EmbedderRouter(
-        config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")))
+def app(app_data: Path, monkeypatch, llm: RoutedLLM) -> AppTest:
     monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config: LLMHandle(llm, "embedded", "scripted"))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield AppTest.from_file(APP, default_timeout=60)  # Chat is the default page
-    st.cache_resource.clear()
-    st.cache_data.clear()
+    return open_app()  # Chat is the default page
 
 
 def ingest(*paths: Path) -> dict[str, str]:

@@ -5,17 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import rag.runtime
-from rag.embedding_router import EmbedderRouter
 from rag.llms import LLMHandle
 from tests import fixtures
+from tests.app.conftest import open_app
 from tests.app.test_chat_page import ANSWER, QUESTION, RoutedLLM, ingest
-from tests.fakes import HashEmbedding
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 def side(app: AppTest, heading: str):
@@ -29,18 +26,9 @@ def llm() -> RoutedLLM:
 
 
 @pytest.fixture
-def app(tmp_path: Path, monkeypatch, llm: RoutedLLM) -> AppTest:
-    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr(rag.runtime, "build_router", lambda config: EmbedderRouter(
-        config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")))
+def app(app_data: Path, monkeypatch, llm: RoutedLLM) -> AppTest:
     monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config: LLMHandle(llm, "embedded", "scripted"))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    test = AppTest.from_file(APP, default_timeout=60)
-    test.switch_page("pages/compare.py")
-    yield test
-    st.cache_resource.clear()
-    st.cache_data.clear()
+    return open_app("pages/compare.py")
 
 
 def test_two_presets_answer_side_by_side_with_differing_sources_marked(app: AppTest, tmp_path: Path) -> None:

@@ -5,27 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-import rag.runtime
-from rag.embedding_router import EmbedderRouter
 from tests import fixtures
-from tests.fakes import HashEmbedding
+from tests.app.conftest import open_app
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 @pytest.fixture
-def app(tmp_path: Path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr(rag.runtime, "build_router", lambda config: EmbedderRouter(
-        config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")))
-    st.cache_resource.clear()
-    test = AppTest.from_file(APP, default_timeout=60)
-    test.switch_page("pages/documents.py")
-    yield test
-    st.cache_resource.clear()
+def app(app_data: Path) -> AppTest:
+    return open_app("pages/documents.py")
 
 
 def _queue():

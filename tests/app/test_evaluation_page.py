@@ -6,17 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import rag.eval_run
-import rag.runtime
-from rag.embedding_router import EmbedderRouter
 from tests import fixtures
-from tests.fakes import HashEmbedding
+from tests.app.conftest import open_app
 from ui.eval_view import RESULTS_KEY, latency_frame, recall_frame
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 SQUAD = {"version": "1.1", "data": [
     {"title": "Volcanoes", "paragraphs": [
         {"context": "Basalt lava flows from shield volcanoes such as Mauna Loa in Hawaii.",
@@ -41,17 +37,10 @@ def eval_data(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def app(tmp_path: Path, eval_data: Path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
+def app(app_data: Path, tmp_path: Path, eval_data: Path, monkeypatch) -> AppTest:
     monkeypatch.setenv("RAG_EVAL_DATA", str(eval_data))
     monkeypatch.setattr(rag.eval_run, "EVAL_HOME", tmp_path / "home")
-    monkeypatch.setattr(rag.runtime, "build_router", lambda config: EmbedderRouter(
-        config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")))
-    st.cache_resource.clear()
-    test = AppTest.from_file(APP, default_timeout=120)
-    test.switch_page("pages/evaluation.py")
-    yield test
-    st.cache_resource.clear()
+    return open_app("pages/evaluation.py", timeout_s=120)
 
 
 def _widget(app: AppTest, kind: str, label: str):

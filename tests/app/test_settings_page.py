@@ -7,35 +7,24 @@ import threading
 from pathlib import Path
 
 import pytest
-import streamlit as st
 import yaml
 from streamlit.testing.v1 import AppTest
 
-import rag.runtime
 from rag.config import RagConfig
-from rag.embedding_router import EmbedderRouter
 from tests import fixtures
-from tests.fakes import HashEmbedding
+from tests.app.conftest import open_app
 from ui.settings_form import WIDGET_PREFIX, tunable_fields
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "pages/settings.py"
 
 
 def _new_app() -> AppTest:
-    test = AppTest.from_file(APP, default_timeout=60)
-    test.switch_page(PAGE)
-    return test
+    return open_app(PAGE)
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path, monkeypatch) -> Path:
-    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr(rag.runtime, "build_router", lambda config: EmbedderRouter(
-        config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")))
-    st.cache_resource.clear()
-    yield tmp_path / "data"
-    st.cache_resource.clear()
+def data_dir(app_data: Path) -> Path:
+    return app_data
 
 
 @pytest.fixture
