@@ -1,6 +1,6 @@
 """Real-browser end-to-end tests: Debian chromium driven by Playwright against ``streamlit run``.
 
-One Streamlit server per test session, on a free 127.0.0.1 port, with its own data folder, the real
+One Streamlit server per test module, on a free 127.0.0.1 port, with its own data folder, the real
 bundled embedders and the embedded LLM. The fast bundled model (Qwen2.5 0.5B) and a short answer
 budget keep each answer under a minute on 2 cores; the default 1.5B model is exercised by
 tests/integration. Screenshots go to ``artifacts/screenshots/`` (git-ignored) for CI to keep.
@@ -52,7 +52,7 @@ def _wait_healthy(url: str, process: subprocess.Popen, log_path: Path) -> None:
     raise RuntimeError(f"streamlit did not become healthy in {SERVER_START_TIMEOUT_S} s:\n{log_path.read_text()[-4000:]}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``streamlit run app.py`` on a free loopback port with a fresh data folder."""
     if not Path(CHROMIUM).exists():
@@ -83,7 +83,7 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         shutil.copy(log_path, server_log)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
@@ -93,9 +93,13 @@ def browser() -> Iterator[object]:
         instance.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def page(browser, app_url: str) -> Iterator[object]:
-    """One tab for the whole session: the tests are steps of one user's visit, run in file order."""
+    """One tab for the module: the tests are steps of one user's visit, run in file order.
+
+    Module scope on purpose: Playwright's sync API keeps an asyncio loop running on the main thread
+    while it is open, which would break later tests that call ``asyncio.run``.
+    """
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     context.set_default_timeout(30_000)
     tab = context.new_page()
