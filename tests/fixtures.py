@@ -276,3 +276,16 @@ def _save(doc: pymupdf.Document, path: Path, title: str = "") -> Path:
     doc.save(path, garbage=3, deflate=True, no_new_id=True)
     doc.close()
     return path
+
+
+# A SQuAD v1.1-format set small enough for AppTests and unit tests: 3 paragraphs in 2 articles.
+TINY_SQUAD = {"version": "1.1", "data": [
+    {"title": "Volcanoes", "paragraphs": [
+        {"context": "Basalt lava flows from shield volcanoes such as Mauna Loa in Hawaii.",
+         "qas": [{"id": "v1", "question": "Which shield volcano in Hawaii has basalt lava flows?"}]},
+        {"context": "Pumice is a light rock that floats on water after explosive eruptions.",
+         "qas": [{"id": "v2", "question": "What light rock floats on water?"}]}]},
+    {"title": "Rivers", "paragraphs": [
+        {"context": "The Danube crosses Vienna, Budapest and Belgrade before the Black Sea.",
+         "qas": [{"id": "r1", "question": "Which river crosses Vienna and Budapest?"}]}]},
+]}

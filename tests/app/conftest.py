@@ -1,6 +1,6 @@
-"""Shared AppTest setup: a private data folder, hash embeddings instead of the real models, and
-Streamlit's process-wide caches cleared around each test (they would otherwise leak stores between
-tests)."""
+"""Shared AppTest setup: a private data folder, hash embeddings instead of the real models, a scripted
+LLM, and Streamlit's process-wide caches cleared around each test (they would otherwise leak stores
+between tests)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,32 @@ from streamlit.testing.v1 import AppTest
 
 import rag.runtime
 from rag.embedding_router import EmbedderRouter
-from tests.fakes import HashEmbedding
+from rag.llms import LLMHandle
+from tests.fakes import HashEmbedding, ScriptedLLM
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+QUESTION = "What is the maximum daily dose of ibuprofen for adults?"
+ANSWER = "The maximum daily dose of ibuprofen for adults is 1200 milligrams [1]."
+
+
+GRADE = "accuracy: 9\ncompleteness: 8\nrelevance: 9\nsupport: 9\nreason: it cites the dose"
+
+
+class RoutedLLM(ScriptedLLM):
+    """Answers by what is asked, so tests do not depend on how many LLM calls an answer makes: yes to a
+    yes/no check, ``GRADE`` to a reflection grading prompt, otherwise the scripted replies."""
+
+    answered: int = 0
+
+    def _next(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if "yes or no" in prompt[-300:].lower():
+            return "yes"
+        if prompt.lstrip().lower().startswith("user: rate an answer"):
+            return GRADE
+        self.answered += 1
+        return self.replies[min(self.answered, len(self.replies)) - 1]
 
 
 def open_app(page: str | None = None, timeout_s: float = 60) -> AppTest:
@@ -37,3 +60,29 @@ def app_data(tmp_path: Path, monkeypatch) -> Iterator[Path]:
     yield tmp_path / "data"
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+@pytest.fixture
+def llm() -> RoutedLLM:
+    return RoutedLLM(replies=[ANSWER])
+
+
+@pytest.fixture
+def app_llm(app_data: Path, monkeypatch, llm: RoutedLLM) -> RoutedLLM:
+    """``app_data`` plus ``llm`` as the app's answering model."""
+    monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config: LLMHandle(llm, "embedded", "scripted"))
+    return llm
+
+
+def ingest(*paths: Path) -> dict[str, str]:
+    """Index files through rag into the store the app uses; file name -> doc id."""
+    from rag.ingest import Ingestor
+    from ui.resources import base_config, get_store
+
+    ingestor = Ingestor(get_store(base_config()), base_config())
+    ids = {}
+    for path in paths:
+        result = ingestor.ingest_path(path)
+        assert result.ok, result.error
+        ids[path.name] = result.doc_id
+    return ids

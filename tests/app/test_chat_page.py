@@ -17,31 +17,8 @@ import rag.runtime
 from rag.llms import LLMHandle
 from rag.transcript import to_json, to_markdown
 from tests import fixtures
-from tests.app.conftest import open_app
+from tests.app.conftest import ANSWER, QUESTION, RoutedLLM, ingest, open_app
 from tests.fakes import ScriptedLLM
-
-QUESTION = "What is the maximum daily dose of ibuprofen for adults?"
-ANSWER = "The maximum daily dose of ibuprofen for adults is 1200 milligrams [1]."
-
-
-GRADE = "accuracy: 9\ncompleteness: 8\nrelevance: 9\nsupport: 9\nreason: it cites the dose"
-
-
-class RoutedLLM(ScriptedLLM):
-    """Answers by what is asked, so tests do not depend on how many LLM calls an answer makes: yes to a
-    yes/no check, ``GRADE`` to a reflection grading prompt, otherwise the scripted replies."""
-
-    answered: int = 0
-
-    def _next(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        if "yes or no" in prompt[-300:].lower():
-            return "yes"
-        if prompt.lstrip().lower().startswith("user: rate an answer"):
-            return GRADE
-        self.answered += 1
-        return self.replies[min(self.answered, len(self.replies)) - 1]
-
 
 class BrokenLLM(ScriptedLLM):
     """Fails while streaming, like a llama.cpp crash."""
@@ -56,28 +33,8 @@ class BrokenLLM(ScriptedLLM):
 
 
 @pytest.fixture
-def llm() -> RoutedLLM:
-    return RoutedLLM(replies=[ANSWER])
-
-
-@pytest.fixture
-def app(app_data: Path, monkeypatch, llm: RoutedLLM) -> AppTest:
-    monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config: LLMHandle(llm, "embedded", "scripted"))
+def app(app_llm: RoutedLLM) -> AppTest:
     return open_app()  # Chat is the default page
-
-
-def ingest(*paths: Path) -> dict[str, str]:
-    """Index files through rag into the store the app uses; file name -> doc id."""
-    from rag.ingest import Ingestor
-    from ui.resources import base_config, get_store
-
-    ingestor = Ingestor(get_store(base_config()), base_config())
-    ids = {}
-    for path in paths:
-        result = ingestor.ingest_path(path)
-        assert result.ok, result.error
-        ids[path.name] = result.doc_id
-    return ids
 
 
 def ask(app: AppTest, question: str = QUESTION) -> AppTest:

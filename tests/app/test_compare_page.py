@@ -7,11 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import rag.runtime
-from rag.llms import LLMHandle
 from tests import fixtures
-from tests.app.conftest import open_app
-from tests.app.test_chat_page import ANSWER, QUESTION, RoutedLLM, ingest
+from tests.app.conftest import ANSWER, QUESTION, RoutedLLM, ingest, open_app
 
 
 
@@ -21,13 +18,7 @@ def side(app: AppTest, heading: str):
 
 
 @pytest.fixture
-def llm() -> RoutedLLM:
-    return RoutedLLM(replies=[ANSWER])
-
-
-@pytest.fixture
-def app(app_data: Path, monkeypatch, llm: RoutedLLM) -> AppTest:
-    monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config: LLMHandle(llm, "embedded", "scripted"))
+def app(app_llm: RoutedLLM) -> AppTest:
     return open_app("pages/compare.py")
 
 

@@ -10,19 +10,10 @@ from streamlit.testing.v1 import AppTest
 
 import rag.eval_run
 from tests import fixtures
+from tests.fixtures import TINY_SQUAD as SQUAD
 from tests.app.conftest import open_app
 from ui.eval_view import RESULTS_KEY, latency_frame, recall_frame
 
-SQUAD = {"version": "1.1", "data": [
-    {"title": "Volcanoes", "paragraphs": [
-        {"context": "Basalt lava flows from shield volcanoes such as Mauna Loa in Hawaii.",
-         "qas": [{"id": "v1", "question": "Which shield volcano in Hawaii has basalt lava flows?"}]},
-        {"context": "Pumice is a light rock that floats on water after explosive eruptions.",
-         "qas": [{"id": "v2", "question": "What light rock floats on water?"}]}]},
-    {"title": "Rivers", "paragraphs": [
-        {"context": "The Danube crosses Vienna, Budapest and Belgrade before the Black Sea.",
-         "qas": [{"id": "r1", "question": "Which river crosses Vienna and Budapest?"}]}]},
-]}
 CSV = ("question,expected_document,expected_page\n"
        "What is the maximum daily dose of ibuprofen for adults?,report.pdf,2\n"
        "How quickly did headache pain decrease?,report.pdf,3\n"

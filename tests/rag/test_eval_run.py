@@ -16,17 +16,8 @@ from rag.eval_data import EvalDataset
 from rag.ingest import Ingestor
 from rag.store import DocumentStore
 from tests import fixtures
+from tests.fixtures import TINY_SQUAD as SQUAD
 
-SQUAD = {"version": "1.1", "data": [
-    {"title": "Volcanoes", "paragraphs": [
-        {"context": "Basalt lava flows from shield volcanoes such as Mauna Loa in Hawaii.",
-         "qas": [{"id": "v1", "question": "Which shield volcano in Hawaii has basalt lava flows?"}]},
-        {"context": "Pumice is a light rock that floats on water after explosive eruptions.",
-         "qas": [{"id": "v2", "question": "What light rock floats on water?"}]}]},
-    {"title": "Rivers", "paragraphs": [
-        {"context": "The Danube crosses Vienna, Budapest and Belgrade before the Black Sea.",
-         "qas": [{"id": "r1", "question": "Which river crosses Vienna and Budapest?"}]}]},
-]}
 
 
 def _squad_dataset(tmp_path: Path) -> EvalDataset:
