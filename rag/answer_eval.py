@@ -173,10 +173,28 @@ def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
     return 0
 
 
-def evaluate_answers(path: Path, config: RagConfig, *, n: int, unanswerable: int, distractors: int, seed: int,
-                     workdir: Path, router: Any = None, also_server: bool = False,
-                     llm_factory: Any = None) -> dict[str, Any]:
-    """Build the PDFs, ingest them, ask every question with each backend and aggregate the metrics."""
+@dataclass
+class QALibrary:
+    """The evaluation library: PDFs ingested into a store of their own, and the questions asked of it.
+
+    Args:
+        chosen: Questions whose paragraph is in the index.
+        held_out: Questions whose paragraph was deliberately left out (their answer is not indexed).
+        gold_locations: Paragraph key -> every (doc_id, page) that holds it.
+    """
+
+    store: Any
+    chosen: list[QAItem]
+    held_out: list[QAItem]
+    gold_locations: dict[str, set[tuple[str, int]]]
+    ingest_s: float
+
+
+def build_library(path: Path, config: RagConfig, *, n: int, unanswerable: int, distractors: int, seed: int,
+                  workdir: Path, router: Any = None) -> QALibrary:
+    """Sample ``n`` answerable and ``unanswerable`` left-out questions (distinct paragraphs), write one PDF
+    per question (its paragraph, unless left out, among ``distractors`` others of the same article) and
+    ingest them all into a store under ``workdir``."""
     from rag.ingest import Ingestor
     from rag.runtime import build_router
     from rag.store import DocumentStore
@@ -219,19 +237,29 @@ def evaluate_answers(path: Path, config: RagConfig, *, n: int, unanswerable: int
             continue
         for number, key in enumerate(pages, start=1):
             gold_locations.setdefault(key, set()).add((result.doc_id, number))
-    ingest_s = time.perf_counter() - started
+    return QALibrary(store, chosen, held_out, gold_locations, round(time.perf_counter() - started, 1))
 
+
+def evaluate_answers(path: Path, config: RagConfig, *, n: int, unanswerable: int, distractors: int, seed: int,
+                     workdir: Path, router: Any = None, also_server: bool = False,
+                     llm_factory: Any = None) -> dict[str, Any]:
+    """Build the PDFs, ingest them, ask every question with each backend and aggregate the metrics."""
+    library = build_library(path, config, n=n, unanswerable=unanswerable, distractors=distractors, seed=seed,
+                            workdir=workdir, router=router)
+    store = library.store
     backends = _backends(config, also_server, llm_factory)
-    report: dict[str, Any] = {"dataset": path.name, "answerable": len(chosen), "unanswerable": len(held_out),
-                              "distractors_per_pdf": distractors, "documents": len(store.documents()),
-                              "chunks": len(store.keywords), "ingest_s": round(ingest_s, 1), "backends": {}}
+    report: dict[str, Any] = {"dataset": path.name, "answerable": len(library.chosen),
+                              "unanswerable": len(library.held_out), "distractors_per_pdf": distractors,
+                              "documents": len(store.documents()), "chunks": len(store.keywords),
+                              "ingest_s": library.ingest_s, "backends": {}}
     for name, build in backends:
         try:
             engine = _engine(store, build(), name)
         except Exception as exc:  # noqa: BLE001 - report the backend as unavailable
             report["backends"][name] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
-        report["backends"][name] = _score_backend(engine, config, chosen, held_out, gold_locations, store)
+        report["backends"][name] = _score_backend(engine, config, library.chosen, library.held_out,
+                                                  library.gold_locations, store)
     store.close()
     return report
 

@@ -37,6 +37,10 @@ def add_commands(subparsers: Any) -> None:
     evaluate.add_argument("--json", action="store_true")
     evaluate.set_defaults(handler=cmd_eval_answers)
 
+    from rag.gate_calibration import add_command
+
+    add_command(subparsers)
+
 
 def build_answer_engine(config: RagConfig, store: Any = None, *, search_mode: str = "always",
                         llm_groundedness: bool = False, handle: Any = None, reranker: Any = None) -> Any:

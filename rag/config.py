@@ -159,20 +159,20 @@ class GenerationConfig:
 
     ``max_context_tokens`` is the sources' budget in the answering model's own tokens (the retrieval
     pipeline counts with the LLM's tokenizer when it has one). ``answer_check`` asks the LLM first
-    whether the sources contain the answer (``rag.answerability``) and abstains when P(yes) is below
-    the threshold: the bundled model's calibrated one when ``answer_check_calibrated``, else
-    ``answer_check_threshold`` (0 records the check without gating). Defaults from measurement
-    (README, "Answering").
+    whether the sources contain the answer (``rag.answerability``) and abstains below the gate: the
+    bundled model's calibrated line in (P(yes), question coverage) when ``answer_check_calibrated``,
+    else P(yes) < ``answer_check_threshold`` (0 records the check without gating). Defaults from
+    measurement (README, "Answering").
     """
 
-    # 500 of the model's tokens: the 1.5B model evaluates ~65 prompt tokens/s on 2 idle cores, so sources
-    # plus question (~560 tokens after the cached system prompt) keep the first token under 10 s
+    # 500 of the model's tokens: the 1.5B model evaluates ~53 prompt tokens/s on 2 idle cores (AVX-512 build),
+    # so sources plus question (~400-600 tokens after the cached system prompt) keep the first token near 8 s
     max_context_tokens: int = 500
     max_answer_tokens: int = 384
     temperature: float = 0.1
     answer_check: bool = True
-    # bundled models use their own threshold calibrated on SQuAD seed 1 (rag.answerability.CALIBRATED_THRESHOLDS,
-    # README "Answering"; reported on seed 0) unless answer_check_calibrated is off; any other model uses this
+    # bundled models use their own gate fitted on seed 1 (rag.answerability.CALIBRATED_GATES, README
+    # "Answering"; reported on seed 0) unless answer_check_calibrated is off; any other model uses this
     answer_check_threshold: float = 0.35
     answer_check_calibrated: bool = True
 

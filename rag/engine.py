@@ -22,7 +22,15 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 
 from rag.answer import AnswerResult, ChatTurn, Citation, Source
-from rag.answerability import Verdict, check_messages, decide, threshold_for, top_similarity, yes_probability
+from rag.answerability import (
+    Verdict,
+    check_messages,
+    decide,
+    gate_for,
+    question_coverage,
+    top_similarity,
+    yes_probability,
+)
 from rag.answer_stream import AnswerStream
 from rag.citations import (
     abstain_text,
@@ -173,9 +181,11 @@ class AnswerEngine:
         """
         started = time.perf_counter()
         similarity = top_similarity(retrieval, sources)
+        question = question or messages[-1].content or ""
+        coverage = question_coverage(question, sources, self.store.keywords.idf)
         llm = state.get("llm") or self.llm
-        language = detect_language(question or messages[-1].content or "")  # thresholds are per language
-        threshold = threshold_for(llm, config.generation, language)
+        language = detect_language(question)  # gates are calibrated per language
+        gate = gate_for(llm, config.generation, language)
         probe = check_messages(messages)
         for attempt in (1, 2):
             try:
@@ -184,12 +194,13 @@ class AnswerEngine:
             except Exception as exc:  # noqa: BLE001 - any backend failure becomes a clear message
                 fallback = self._fall_back(exc, attempt, state, "answerability check")
                 if fallback is None:
-                    verdict = Verdict(True, None, threshold, similarity, "error", state["error"])
+                    verdict = Verdict(True, None, coverage, None, gate.describe(), similarity, "error",
+                                      state["error"])
                     verdict.ms = _ms(started)
                     return verdict
                 state["llm"] = llm = fallback
-                threshold = threshold_for(llm, config.generation, language)
-        verdict = decide(p_yes, method, threshold, similarity)
+                gate = gate_for(llm, config.generation, language)
+        verdict = decide(p_yes, coverage, method, gate, similarity)
         verdict.ms = _ms(started)
         return verdict
 

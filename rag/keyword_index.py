@@ -110,6 +110,22 @@ class KeywordIndex:
                     found[chunk_id] = Chunk.from_metadata(text, json.loads(metadata))
         return found
 
+    def idf(self, tokens: Iterable[str]) -> dict[str, float]:
+        """``log(1 + N / (1 + df))`` per token, chunks as documents; a token no chunk has gets the
+        highest weight (df 0). Read from the BM25 matrix, whose column pointers count each token's chunks."""
+        with self._lock:
+            retriever = self._retriever
+        weights: dict[str, float] = {}
+        if retriever is None:
+            return {token: 1.0 for token in tokens}
+        pointers = retriever.scores["indptr"]
+        total = int(retriever.scores["num_docs"])
+        for token in tokens:
+            column = retriever.vocab_dict.get(token)
+            df = 0 if column is None else int(pointers[column + 1] - pointers[column])
+            weights[token] = float(np.log1p(total / (1 + df)))
+        return weights
+
     def chunks_of(self, doc_id: str) -> list[Chunk]:
         with self._lock:
             rows = self._db.execute("SELECT text, metadata FROM chunk_tokens WHERE doc_id = ? ORDER BY position",

@@ -125,7 +125,9 @@ def render_result(result: AnswerResult, store: Any, *, key: str, draft: str = ""
     if result.citations:
         render_citation_viewer(result.citations, store, key=key)
     elif result.used_knowledge_base and result.abstained and not result.error:
-        st.caption("The answer was not found in the documents searched.")
+        gate = result.trace.get("answerability") or {}
+        why = f" The answerability check: {gate['reason']}." if gate.get("answerable") is False else ""
+        st.caption(escape_markdown(f"The answer was not found in the documents searched.{why}"))
     render_trace(result)
 
 

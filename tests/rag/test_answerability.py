@@ -10,7 +10,17 @@ import numpy as np
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
-from rag.answerability import NO_WORDS, YES_WORDS, check_messages, decide, parse_yes_no, yes_probability
+from rag.answer import Source
+from rag.answerability import (
+    NO_WORDS,
+    YES_WORDS,
+    Gate,
+    check_messages,
+    decide,
+    parse_yes_no,
+    question_coverage,
+    yes_probability,
+)
 from rag.config import RagConfig
 from rag.engine import AnswerEngine
 from rag.ingest import Ingestor
@@ -97,10 +107,40 @@ def test_check_off_sends_no_check(world) -> None:
     assert len(llm.prompts) == 1 and ANSWER_CHECK_LINE not in llm.prompts[0]
 
 
-def test_decide_compares_with_the_threshold() -> None:
-    assert decide(0.2, "logits", 0.3, 0.5).answerable is False
-    assert decide(0.3, "logits", 0.3, 0.5).answerable is True
-    assert decide(None, "text", 0.9, None).answerable is True
+def test_decide_applies_the_gate_line() -> None:
+    threshold = Gate(1.0, 0.0, -0.3)  # P(yes) >= 0.3
+    assert decide(0.2, 0.9, "logits", threshold, 0.5).answerable is False
+    assert decide(0.3, 0.0, "logits", threshold, 0.5).answerable is True
+    assert decide(None, 0.0, "text", Gate(1.0, 0.0, -0.9), None).answerable is True  # unknown never abstains
+    both = Gate(0.5, 0.5, -0.5)  # the mean of P(yes) and coverage >= 0.5
+    refused = decide(0.6, 0.2, "logits", both, None)
+    assert not refused.answerable and refused.score == pytest.approx(-0.1) and "coverage=0.20" in refused.reason
+    assert decide(0.6, 0.5, "logits", both, None).answerable
+    assert decide(0.6, None, "logits", both, None).answerable  # no search terms: counted as covered
+
+
+def _source(n: int, text: str) -> Source:
+    return Source(n=n, chunk_id=f"c{n}", doc_id="d", file_name="f.pdf", page_start=1, page_end=1, text=text)
+
+
+def test_coverage_rewards_the_sentence_that_holds_the_rare_question_words() -> None:
+    question = "Which team won Super Bowl 50?"
+    weights = {"which": 0.5, "team": 1.0, "won": 1.0, "super": 1.5, "bowl": 1.5, "50": 3.0}  # total 8.5
+    idf = lambda tokens: {t: weights[t] for t in tokens}  # noqa: E731
+    topic_only = _source(1, "The Broncos play in Denver. Their team hosted many games.")
+    answer = _source(2, "Weather was mild. The Broncos won Super Bowl 50 in 2016 against Carolina.")
+    assert question_coverage(question, [topic_only], idf) == pytest.approx(1.0 / 8.5, abs=1e-4)
+    # the answering sentence lacks only "which" and "team"; the best sentence counts, not the passage
+    assert question_coverage(question, [topic_only, answer], idf) == pytest.approx(7.0 / 8.5, abs=1e-4)
+    assert question_coverage("the of and", [answer], idf) is None  # nothing to search for
+    assert question_coverage(question, [], idf) is None
+
+
+def test_chinese_coverage_uses_words_from_the_segmenter() -> None:
+    idf = lambda tokens: {t: 1.0 for t in tokens}  # noqa: E731
+    source = _source(1, "布洛芬成人每日最大剂量为1200毫克。请遵医嘱。")
+    assert question_coverage("布洛芬每日最大剂量是多少？", [source], idf) > 0.7
+    assert question_coverage("阿司匹林能治疗头痛吗？", [source], idf) < 0.3
 
 
 class LogitLlama:
@@ -135,14 +175,24 @@ def test_embedded_llm_reads_yes_and_no_probability_from_the_logits() -> None:
     assert llama.messages[-1]["content"].endswith(ANSWER_CHECK_LINE) and llama.messages[0]["content"] == "rules"
 
 
-def test_bundled_models_use_their_calibrated_threshold_unless_turned_off(config: RagConfig) -> None:
-    from rag.answerability import CALIBRATED_THRESHOLDS, threshold_for
+def test_bundled_models_use_their_calibrated_gate_unless_turned_off(config: RagConfig) -> None:
+    from rag.answerability import CALIBRATED_GATES, gate_for
 
-    small = EmbeddedLLM(LogitLlama({}), model_name="qwen2.5-0.5b-instruct")
+    small = EmbeddedLLM(LogitLlama({}), model_name="qwen2.5-1.5b-instruct")
     other = EmbeddedLLM(LogitLlama({}), model_name="my-own.gguf")
     settings = config.generation
-    assert threshold_for(small, settings) == CALIBRATED_THRESHOLDS[("qwen2.5-0.5b-instruct", "en")] > 0
-    assert threshold_for(small, settings, "zh") == 0.0  # not calibrated for Chinese: recorded, never gated
-    assert threshold_for(other, settings) == settings.answer_check_threshold
+    assert gate_for(small, settings) == CALIBRATED_GATES[("qwen2.5-1.5b-instruct", "en")]
+    assert gate_for(other, settings) == Gate(1.0, 0.0, -settings.answer_check_threshold)
     manual = replace(settings, answer_check_calibrated=False, answer_check_threshold=0.8)
-    assert threshold_for(small, manual) == 0.8
+    assert gate_for(small, manual) == Gate(1.0, 0.0, -0.8)
+
+
+def test_calibration_rows_run_the_gate_only_and_record_both_signals(world) -> None:
+    from rag.gate_calibration import collect
+
+    store, config = world
+    llm = ScriptedLLM(replies=["yes", "no"])
+    rows = collect(_engine(store, llm), config, [(EN_Q, True), ("Who painted the Mona Lisa?", False)])
+    assert [r["p_yes"] for r in rows] == [1.0, 0.0]
+    assert all(ANSWER_CHECK_LINE in prompt for prompt in llm.prompts)  # no answer was generated
+    assert rows[0]["coverage"] > 0.6 > rows[1]["coverage"]  # the dose sentence holds the question's words

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+import pytest
 
 from rag.documents import Chunk
 from rag.keyword_index import KeywordIndex
@@ -57,3 +60,13 @@ def test_shared_phrases_outrank_scattered_words(tmp_path: Path) -> None:
     plain = {h.chunk_id: h.score for h in index.search("river bank new york", k=2, phrase_weight=0.0)}
     boosted = {h.chunk_id: h.score for h in index.search("river bank new york", k=2, phrase_weight=1.0)}
     assert boosted[phrase] - plain[phrase] > boosted[scattered] - plain[scattered]
+
+
+def test_idf_counts_the_chunks_holding_each_token(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "bm25")
+    assert index.idf(["beta"]) == {"beta": 1.0}  # empty index: every word weighs the same
+    index.add("d1", _chunks("d1", "alpha beta", "beta gamma", "beta delta"))
+    weights = index.idf(["beta", "alpha", "zebra"])
+    assert weights["beta"] == pytest.approx(math.log1p(3 / 4))
+    assert weights["alpha"] == pytest.approx(math.log1p(3 / 2))
+    assert weights["zebra"] == pytest.approx(math.log1p(3))  # in no chunk: the rarest of all

@@ -1,0 +1,46 @@
+"""Fitting the answerability gate from (P(yes), coverage) rows."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from rag.answerability import Gate
+from rag.gate_calibration import auc, fit
+
+
+def _rows(seed: int = 0) -> list[dict]:
+    """Answerable questions have higher coverage and slightly higher P(yes), with overlap, as measured."""
+    rng = random.Random(seed)
+    rows = []
+    for answerable in [True] * 60 + [False] * 60:
+        rows.append({"answerable": answerable, "p_yes": rng.gauss(0.36 if answerable else 0.30, 0.05),
+                     "coverage": rng.gauss(0.75 if answerable else 0.45, 0.15)})
+    return rows
+
+
+def test_auc_is_the_chance_an_answerable_question_ranks_above_a_left_out_one() -> None:
+    labels = np.array([1, 1, 0, 0])
+    assert auc(np.array([0.9, 0.8, 0.1, 0.2]), labels) == 1.0
+    assert auc(np.array([0.1, 0.2, 0.9, 0.8]), labels) == 0.0
+    assert auc(np.array([0.5, 0.5, 0.5, 0.5]), labels) == 0.5
+
+
+def test_fit_refuses_the_target_share_and_combines_both_signals() -> None:
+    report = fit(_rows(), target=0.85)
+    assert report["abstention"] == pytest.approx(0.85, abs=1 / 60)
+    gate = Gate(**report["gate"])
+    assert gate.w_yes > 0 and gate.w_coverage > 0
+    assert report["auc"]["gate"] >= max(report["auc"]["p_yes"], report["auc"]["coverage"]) - 0.01
+    assert report["false_abstention"] < 0.5
+    # the gate is what decide() applies: the refusal share it reports is the share below zero
+    left_out = [r for r in _rows() if not r["answerable"]]
+    refused = sum(gate.score(r["p_yes"], r["coverage"]) < 0 for r in left_out) / len(left_out)
+    assert refused == pytest.approx(report["abstention"])
+
+
+def test_fit_needs_both_kinds_of_question() -> None:
+    with pytest.raises(ValueError, match="both answerable and left-out"):
+        fit([r for r in _rows() if r["answerable"]], target=0.85)
