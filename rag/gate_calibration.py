@@ -36,6 +36,10 @@ def add_command(subparsers: Any) -> None:
     parser.add_argument("--distractors", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1, help="use a seed other than the one you report (default 1)")
     parser.add_argument("--target", type=float, default=0.85, help="share of left-out questions to refuse")
+    parser.add_argument("--coverage-only", action="store_true",
+                        help="fit on coverage alone (for a model whose P(yes) does not separate)")
+    parser.add_argument("--from-rows", type=Path, default=None, metavar="JSON",
+                        help="refit from the rows of an earlier --json report instead of asking the LLM")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=run)
 
@@ -44,6 +48,12 @@ def run(args: argparse.Namespace, config: RagConfig) -> int:
     from rag.answer_eval import _engine, build_library
     from rag.llms import load_embedded_llm
 
+    if args.from_rows is not None:
+        earlier = json.loads(args.from_rows.read_text(encoding="utf-8"))
+        report = fit(earlier["rows"], args.target, coverage_only=args.coverage_only)
+        report.update(dataset=earlier["dataset"], model=earlier["model"], seed=earlier["seed"])
+        print(json.dumps(report, indent=2) if args.json else format_report(report))
+        return 0
     path = Path(args.dataset)
     if args.dataset in NAMED_DATASETS:
         path = DEFAULT_DATA_ROOT / NAMED_DATASETS[args.dataset]
@@ -58,7 +68,7 @@ def run(args: argparse.Namespace, config: RagConfig) -> int:
         rows = collect(engine, config, [(q.question, True) for q in library.chosen]
                        + [(q.question, False) for q in library.held_out])
         library.store.close()
-    report = fit(rows, args.target)
+    report = fit(rows, args.target, coverage_only=args.coverage_only)
     report.update(dataset=path.name, model=config.llm.embedded_model, seed=args.seed)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -86,24 +96,33 @@ def collect(engine: Any, config: RagConfig, questions: Sequence[tuple[str, bool]
     return rows
 
 
-def fit(rows: list[dict[str, Any]], target: float) -> dict[str, Any]:
-    """Fit the gate; report each signal's AUC and the refusal rates the gate gives on these rows."""
+def fit(rows: list[dict[str, Any]], target: float, *, coverage_only: bool = False) -> dict[str, Any]:
+    """Fit the gate; report each signal's AUC and the refusal rates the gate gives on these rows.
+
+    With ``coverage_only`` the gate is a threshold on coverage (``w_yes`` 0): coverage needs no LLM, so
+    rows gathered with one model calibrate another model's gate that way.
+    """
     from sklearn.linear_model import LogisticRegression
 
     x = np.array([[r["p_yes"], r["coverage"]] for r in rows], dtype=float)
     y = np.array([r["answerable"] for r in rows], dtype=int)
     if len(set(y.tolist())) < 2:
         raise ValueError("calibration needs both answerable and left-out questions with a P(yes)")
-    model = LogisticRegression(class_weight="balanced").fit(x, y)
-    w_yes, w_coverage = (float(v) for v in model.coef_[0])
+    if coverage_only:
+        w_yes, w_coverage = 0.0, 1.0
+    else:
+        model = LogisticRegression(class_weight="balanced").fit(x, y)
+        w_yes, w_coverage = (float(v) for v in model.coef_[0])
     scale = abs(w_yes) + abs(w_coverage) or 1.0
     w_yes, w_coverage = w_yes / scale, w_coverage / scale
     direction = x @ np.array([w_yes, w_coverage])
     left_out = np.sort(direction[y == 0])
-    # the offset puts `target` of the left-out scores below zero (just above the k-th lowest)
+    # the offset puts `target` of the left-out scores below zero: halfway between the k-th lowest and the
+    # next higher one, so rounding the printed gate cannot move a question across the line
     k = min(len(left_out) - 1, max(0, int(np.ceil(target * len(left_out))) - 1))
-    bias = -float(left_out[k]) - 1e-6
-    gate = Gate(round(w_yes, 4), round(w_coverage, 4), round(bias, 4))
+    higher = left_out[left_out > left_out[k]]
+    cut = (left_out[k] + higher[0]) / 2 if higher.size else left_out[k] + 1e-3
+    gate = Gate(round(w_yes, 4), round(w_coverage, 4), round(-float(cut), 5))
     answered = np.array([gate.score(p, c) >= 0 for p, c in x])
     return {
         "answerable": int(y.sum()), "left_out": int((y == 0).sum()),

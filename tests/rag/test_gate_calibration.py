@@ -44,3 +44,11 @@ def test_fit_refuses_the_target_share_and_combines_both_signals() -> None:
 def test_fit_needs_both_kinds_of_question() -> None:
     with pytest.raises(ValueError, match="both answerable and left-out"):
         fit([r for r in _rows() if r["answerable"]], target=0.85)
+
+
+def test_coverage_only_gate_is_a_threshold_on_coverage() -> None:
+    report = fit(_rows(), target=0.85, coverage_only=True)
+    gate = Gate(**report["gate"])
+    assert gate.w_yes == 0.0 and gate.w_coverage == 1.0
+    assert report["abstention"] == pytest.approx(0.85, abs=1 / 60)
+    assert gate.score(0.99, -gate.bias - 0.01) < 0 <= gate.score(0.0, -gate.bias + 0.01)  # P(yes) is ignored
