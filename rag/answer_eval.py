@@ -155,12 +155,23 @@ def _wrap_cjk(text: str, size: float, width: float) -> list[str]:
 
 # -- the run ----------------------------------------------------------------------------------
 
-def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
-    path = Path(args.dataset)
-    if args.dataset in NAMED_DATASETS:
-        path = DEFAULT_DATA_ROOT / NAMED_DATASETS[args.dataset]
+def resolve_qa_dataset(name: str) -> Path:
+    """The SQuAD-format file behind ``squad``, ``cmrc2018`` or a path.
+
+    Raises:
+        FileNotFoundError: with a message naming what was looked for.
+    """
+    path = DEFAULT_DATA_ROOT / NAMED_DATASETS[name] if name in NAMED_DATASETS else Path(name)
     if not path.is_file():
-        print(f"error: dataset file {path} not found (squad, cmrc2018 or a SQuAD-format JSON path)", file=sys.stderr)
+        raise FileNotFoundError(f"dataset file {path} not found (squad, cmrc2018 or a SQuAD-format JSON path)")
+    return path
+
+
+def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
+    try:
+        path = resolve_qa_dataset(args.dataset)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     unanswerable = args.n // 3 if args.unanswerable is None else args.unanswerable
     with tempfile.TemporaryDirectory(prefix="citewise-eval-answers-") as tmp:

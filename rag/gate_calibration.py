@@ -23,7 +23,6 @@ import numpy as np
 
 from rag.answerability import Gate
 from rag.config import DEFAULT_HOME, RagConfig
-from rag.eval_data import DEFAULT_DATA_ROOT, NAMED_DATASETS
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ def add_command(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.answer_eval import _engine, build_library
+    from rag.answer_eval import _engine, build_library, resolve_qa_dataset
     from rag.llms import load_embedded_llm
 
     if args.from_rows is not None:
@@ -54,11 +53,10 @@ def run(args: argparse.Namespace, config: RagConfig) -> int:
         report.update(dataset=earlier["dataset"], model=earlier["model"], seed=earlier["seed"])
         print(json.dumps(report, indent=2) if args.json else format_report(report))
         return 0
-    path = Path(args.dataset)
-    if args.dataset in NAMED_DATASETS:
-        path = DEFAULT_DATA_ROOT / NAMED_DATASETS[args.dataset]
-    if not path.is_file():
-        print(f"error: dataset file {path} not found", file=sys.stderr)
+    try:
+        path = resolve_qa_dataset(args.dataset)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="citewise-calibrate-") as tmp:
         library = build_library(path, config, n=args.n, unanswerable=args.unanswerable,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -52,3 +53,15 @@ def test_coverage_only_gate_is_a_threshold_on_coverage() -> None:
     assert gate.w_yes == 0.0 and gate.w_coverage == 1.0
     assert report["abstention"] == pytest.approx(0.85, abs=1 / 60)
     assert gate.score(0.99, -gate.bias - 0.01) < 0 <= gate.score(0.0, -gate.bias + 0.01)  # P(yes) is ignored
+
+
+def test_cli_refits_from_saved_rows_and_names_a_missing_dataset(tmp_path, capsys) -> None:
+    from rag.cli import main
+
+    saved = tmp_path / "rows.json"
+    saved.write_text(json.dumps({"dataset": "squad", "model": "m", "seed": 1, "rows": _rows()}))
+    assert main(["calibrate-gate", "--from-rows", str(saved), "--coverage-only", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["gate"]["w_yes"] == 0.0 and report["model"] == "m" and report["abstention"] >= 0.8
+    assert main(["calibrate-gate", "--dataset", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json not found" in capsys.readouterr().err
