@@ -100,6 +100,18 @@ class EmbeddedLLM(CustomLLM):
         """Tokens of ``text`` under the model's own tokenizer (no BOS)."""
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
+    def warm_up(self, system_prompt: str) -> float:
+        """Evaluate ``system_prompt`` once, so the first question finds it in the KV cache; returns seconds.
+
+        Only the tokens before the first user message are shared with later prompts; the 1-token reply
+        is thrown away. The app calls this in the background right after loading the model.
+        """
+        messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": ""}]
+        with self._lock:
+            started = time.monotonic()
+            self._llama.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0)
+            return time.monotonic() - started
+
     def yes_no_probability(self, messages: Sequence[ChatMessage], yes_words: Sequence[str],
                            no_words: Sequence[str]) -> tuple[float | None, str]:
         """P(first reply token is a yes word) / P(yes or no word), read from the logits.

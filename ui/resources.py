@@ -52,9 +52,11 @@ def get_ingest_queue(config: RagConfig):
 @st.cache_resource(show_spinner="Loading the language model…")
 def _llm_handle(llm: LLMConfig) -> Any:
     """One loaded model per ``llm`` section, shared by every sampling setting (see ``get_engine``)."""
-    from rag.runtime import build_llm_handle
+    from rag.runtime import build_llm_handle, warm_up_in_background
 
-    return build_llm_handle(RagConfig(llm=llm))
+    handle = build_llm_handle(RagConfig(llm=llm))
+    warm_up_in_background(handle.llm)
+    return handle
 
 
 @st.cache_resource(show_spinner="Loading the reranker…")

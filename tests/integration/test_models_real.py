@@ -147,3 +147,20 @@ def test_real_assembly_of_the_small_model(tmp_path: Path) -> None:
     started = time.monotonic()  # a second run trusts the stamp: no download, no hashing
     again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0 and time.monotonic() - started < 15
+
+
+def test_warm_up_puts_the_system_prompt_in_the_kv_cache(small_llm) -> None:
+    from rag.prompts import ANSWER_SYSTEM_PROMPT
+    from rag.runtime import warm_up_in_background
+
+    system = ChatMessage(role=MessageRole.SYSTEM, content=ANSWER_SYSTEM_PROMPT)
+    question = ChatMessage(role=MessageRole.USER, content="Sources: none.\n\nQuestion: what is 2 + 2?")
+    small_llm.complete("Say OK.")  # the KV cache now holds another prompt
+    small_llm.chat([system, question], max_tokens=1)
+    cold = small_llm.last_stats["prompt_eval_tokens"]
+    small_llm.complete("Say OK.")
+    warm_up_in_background(small_llm).join()
+    small_llm.chat([system, question], max_tokens=1)
+    warm = small_llm.last_stats["prompt_eval_tokens"]
+    assert small_llm.count_tokens(ANSWER_SYSTEM_PROMPT) > 150
+    assert cold - warm > 150  # the system prompt was not evaluated again
