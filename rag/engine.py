@@ -181,10 +181,11 @@ class AnswerEngine:
         """
         started = time.perf_counter()
         similarity = top_similarity(retrieval, sources)
-        question = question or messages[-1].content or ""
-        coverage = question_coverage(question, sources, self.store.keywords.idf)
+        # without the question itself, coverage is unknown (None counts as covered): the last message holds
+        # the sources too, and their words would be measured against themselves
+        coverage = question_coverage(question, sources, self.store.keywords.idf) if question else None
         llm = state.get("llm") or self.llm
-        language = detect_language(question)  # gates are calibrated per language
+        language = detect_language(question or messages[-1].content or "")  # gates are calibrated per language
         gate = gate_for(llm, config.generation, language)
         probe = check_messages(messages)
         for attempt in (1, 2):

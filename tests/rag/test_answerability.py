@@ -196,3 +196,14 @@ def test_calibration_rows_run_the_gate_only_and_record_both_signals(world) -> No
     assert [r["p_yes"] for r in rows] == [1.0, 0.0]
     assert all(ANSWER_CHECK_LINE in prompt for prompt in llm.prompts)  # no answer was generated
     assert rows[0]["coverage"] > 0.6 > rows[1]["coverage"]  # the dose sentence holds the question's words
+
+
+def test_without_the_question_coverage_is_unknown_not_measured_on_the_prompt(world) -> None:
+    store, config = world
+    engine = _engine(store, ScriptedLLM(replies=["yes"]))
+    stream = engine.stream(EN_Q, config)
+    # the last message holds the sources as well as the question: measuring it would score the sources' words
+    verdict = engine.check_answerable(stream.messages, stream.sources, stream.retrieval, config, {})
+    assert verdict.coverage is None and verdict.answerable
+    asked = engine.check_answerable(stream.messages, stream.sources, stream.retrieval, config, {}, question=EN_Q)
+    assert asked.coverage is not None and asked.coverage > 0.6
