@@ -49,29 +49,24 @@ def run(args: argparse.Namespace, config: RagConfig) -> int:
 
     if args.from_rows is not None:
         earlier = json.loads(args.from_rows.read_text(encoding="utf-8"))
-        report = fit(earlier["rows"], args.target, coverage_only=args.coverage_only)
-        report.update(dataset=earlier["dataset"], model=earlier["model"], seed=earlier["seed"])
-        print(json.dumps(report, indent=2) if args.json else format_report(report))
-        return 0
-    try:
-        path = resolve_qa_dataset(args.dataset)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory(prefix="citewise-calibrate-") as tmp:
-        library = build_library(path, config, n=args.n, unanswerable=args.unanswerable,
-                                distractors=args.distractors, seed=args.seed, workdir=Path(tmp))
-        llm = load_embedded_llm(config.llm, config.generation, DEFAULT_HOME)
-        engine = _engine(library.store, llm, f"embedded:{config.llm.embedded_model}")
-        rows = collect(engine, config, [(q.question, True) for q in library.chosen]
-                       + [(q.question, False) for q in library.held_out])
-        library.store.close()
-    report = fit(rows, args.target, coverage_only=args.coverage_only)
-    report.update(dataset=path.name, model=config.llm.embedded_model, seed=args.seed)
-    if args.json:
-        print(json.dumps(report, indent=2))
+        rows, about = earlier["rows"], {k: earlier[k] for k in ("dataset", "model", "seed")}
     else:
-        print(format_report(report))
+        try:
+            path = resolve_qa_dataset(args.dataset)
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        with tempfile.TemporaryDirectory(prefix="citewise-calibrate-") as tmp:
+            library = build_library(path, config, n=args.n, unanswerable=args.unanswerable,
+                                    distractors=args.distractors, seed=args.seed, workdir=Path(tmp))
+            llm = load_embedded_llm(config.llm, config.generation, DEFAULT_HOME)
+            engine = _engine(library.store, llm, f"embedded:{config.llm.embedded_model}")
+            rows = collect(engine, config, [(q.question, True) for q in library.chosen]
+                           + [(q.question, False) for q in library.held_out])
+            library.store.close()
+        about = {"dataset": path.name, "model": config.llm.embedded_model, "seed": args.seed}
+    report = {**fit(rows, args.target, coverage_only=args.coverage_only), **about}
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0
 
 
