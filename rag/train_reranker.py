@@ -75,14 +75,18 @@ def candidate_texts(dataset: EvalDataset, pipeline: Any, config: RagConfig, qids
 
 
 def training_groups(dataset: EvalDataset, candidates: dict[str, list[tuple[str, str, float]]],
-                    negatives: int, seed: int) -> list[TrainingGroup]:
-    """One group per judged (query, relevant document): the positive plus the top non-relevant hits."""
+                    negatives: int, seed: int, *, require_negatives: bool = True) -> list[TrainingGroup]:
+    """One group per judged (query, relevant document): the positive plus the top non-relevant hits.
+
+    A query without non-relevant hits is skipped unless ``require_negatives`` is False (a bi-encoder
+    still learns from it against the other documents of its batch).
+    """
     rng = random.Random(seed)
     groups = []
     for qid, hits in candidates.items():
         relevant = {d for d, grade in dataset.qrels.get(qid, {}).items() if grade > 0}
         pool = [text for doc_id, text, _ in hits if doc_id not in relevant][: negatives * 2]
-        if not pool:
+        if not pool and require_negatives:
             continue
         for doc_id in sorted(relevant):
             entry = dataset.corpus.get(doc_id)

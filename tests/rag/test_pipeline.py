@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from rag.config import RagConfig
 from rag.documents import Chunk
+from rag.embedding_router import EmbedderRouter
 from rag.pipeline import QueryError, RetrievalPipeline
 from rag.store import DocumentStore
-from tests.fakes import ScriptedLLM
+from tests.fakes import HashEmbedding, ScriptedLLM
 
 PASSAGES = {
     "med": ["Ibuprofen reduces fever and inflammation in adults.",
@@ -196,3 +198,25 @@ def test_rerank_skips_queries_in_languages_the_model_cannot_read(loaded: Documen
     # a constant reranker with blend 0.5 keeps the retrieval order
     plain = RetrievalPipeline(loaded).retrieve("ibuprofen dose for adults", config)
     assert [n.node.node_id for n in english.nodes] == [n.node.node_id for n in plain.nodes][: len(english.nodes)]
+
+
+def test_vectors_of_a_model_no_longer_configured_are_reported(loaded: DocumentStore, config: RagConfig) -> None:
+    # the library was embedded with one English model, then the setting changed to another
+    other = replace(config, embedding=replace(config.embedding, english_model="bundled:another"))
+    loaded.router = EmbedderRouter(other.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}"))
+    result = RetrievalPipeline(loaded).retrieve("maximum daily dose of ibuprofen", other)
+    vector = next(s for s in result.trace.stages if s.name == "vector")
+    stored = "hash-" + config.embedding.english_model.split(":")[-1]
+    assert stored in vector.fallback_reason and "re-index" in vector.fallback_reason
+    assert result.nodes[0].node.node_id == "med:1"  # BM25 still finds it
+
+
+def test_a_stand_in_embedder_says_so_in_the_trace(loaded: DocumentStore, config: RagConfig) -> None:
+    english = config.embedding.english_model
+    stand_in = HashEmbedding(model_id="hash-" + english.split(":")[-1])  # the id the chunks were stored under
+    object.__setattr__(stand_in, "fallback_reason", "the tuned model is not built; using the bundled one")
+    loaded.router = EmbedderRouter(config.embedding, lambda spec: stand_in if spec == english
+                                   else HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}"))
+    result = RetrievalPipeline(loaded).retrieve("maximum daily dose of ibuprofen", config)
+    vector = next(s for s in result.trace.stages if s.name == "vector")
+    assert vector.fallback_reason == "the tuned model is not built; using the bundled one"

@@ -39,3 +39,11 @@ def test_blend_is_chosen_on_held_out_queries() -> None:
 def test_training_on_the_test_split_is_refused(capsys) -> None:
     assert main(["--split", "test"]) == 2
     assert "test split" in capsys.readouterr().err
+
+
+def test_a_query_without_non_relevant_hits_is_kept_only_when_asked() -> None:
+    dataset = EvalDataset(name="t", corpus={"a": {"title": "", "text": "alpha"}}, queries={"q": "question"},
+                          qrels={"q": {"a": 1}})
+    assert training_groups(dataset, {"q": [("a", "alpha", 1.0)]}, negatives=2, seed=0) == []
+    kept = training_groups(dataset, {"q": [("a", "alpha", 1.0)]}, negatives=2, seed=0, require_negatives=False)
+    assert [(g.positive, g.negatives) for g in kept] == [("alpha", ())]
