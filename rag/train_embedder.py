@@ -3,15 +3,16 @@
 A cross-encoder trained on SciFact's train split lifts SciFact, but it costs ~0.7 s per query on
 this CPU, far outside the 60 ms budget of the non-LLM stages. A bi-encoder fine-tuned on the same
 judged pairs costs nothing extra at query time: the query is embedded once either way. This
-script starts from the bundled all-MiniLM-L6-v2 weights and trains with a contrastive loss (each
-query must pick its judged abstract out of every document in the batch: the others' positives and
-hard negatives: top BM25 hits that are not judged relevant).
+script starts from the bundled all-MiniLM-L6-v2 weights and trains with a contrastive loss: each
+query must pick its judged abstract out of every document in the batch, which holds the other
+queries' abstracts and, per query, its top BM25 hit that is not judged relevant.
 
-Only the train split is read; a ``--holdout`` share of its queries is left out of training and
-scored before and after (``--score-heldout``), so the gain is measured on queries the model never saw. The test split
-is never touched. The model goes to ``$CITEWISE_HOME/models/<name>`` (never into git) with
-``training.json`` recording how it was made. Use it with
-``--set embedding.english_model=<that folder>``.
+Only the train split is read. A ``--holdout`` share of its queries can be left out of training, to
+measure the gain on queries the model never saw (``--score-heldout`` scores dense search on them
+before and after). The test split is never touched. The model goes to
+``$CITEWISE_HOME/models/scifact-minilm-bi`` (never into git), which ``bundled:minilm-scifact``
+loads, with ``training.json`` (written last) recording how it was made. ``scripts/setup.sh`` runs
+it once per machine.
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ def dense_ndcg(dataset: EvalDataset, model_path: str, qids: Sequence[str], batch
     return aggregate(runs, {q: dataset.qrels[q] for q in qids})["ndcg@10"]
 
 
-def keyword_candidates(dataset: EvalDataset, qids: Sequence[str], depth: int) -> dict[str, list[tuple[str, str, float]]]:
+def keyword_candidates(dataset: EvalDataset, qids: Sequence[str],
+                       depth: int) -> dict[str, list[tuple[str, str, float]]]:
     """Per query, the top ``depth`` BM25 hits as (doc_id, text, score), from a throwaway keyword index.
 
     BM25 rather than the default pipeline: the pipeline's dense side would need the whole corpus
