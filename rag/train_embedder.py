@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import random
 import tempfile
 import time
@@ -83,7 +82,10 @@ def train(groups: Sequence[TrainingGroup], init_path: str, out: Path, *, epochs:
     model.max_seq_length = max_length
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    total_steps = max(1, epochs * math.ceil(len(groups) / batch_size))
+    # planned up front: keeping a query's groups apart can add a short batch, so the step count (and
+    # the learning-rate schedule) comes from the plan, not from len(groups) / batch_size
+    plan = [batches(groups, batch_size, rng) for _ in range(epochs)]
+    total_steps = max(1, sum(len(epoch) for epoch in plan))
     warmup = max(1, total_steps // 10)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total_steps - s) / max(1, total_steps - warmup))))
@@ -94,8 +96,8 @@ def train(groups: Sequence[TrainingGroup], init_path: str, out: Path, *, epochs:
         return torch.nn.functional.normalize(vectors, dim=-1)
 
     started, losses, step, stopped_early = time.perf_counter(), [], 0, False
-    for _ in range(epochs):
-        for batch in batches(groups, batch_size, rng):
+    for epoch in plan:
+        for batch in epoch:
             documents = [g.positive for g in batch]
             documents += [n for g in batch for n in g.negatives[:hard_negatives]]
             loss = contrastive_loss(encode([g.query for g in batch]), encode(documents), scale)
