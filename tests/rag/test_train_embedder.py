@@ -8,7 +8,7 @@ import random
 import torch
 
 from rag.eval_data import EvalDataset
-from rag.train_embedder import batches, contrastive_loss, keyword_candidates, main
+from rag.train_embedder import batches, contrastive_loss, interpolate_weights, keyword_candidates, main
 from rag.train_data import TrainingGroup
 
 
@@ -51,3 +51,16 @@ def test_keyword_mining_ranks_by_bm25_and_returns_title_and_text() -> None:
 def test_training_on_the_test_split_is_refused(capsys) -> None:
     assert main(["--split", "test"]) == 2
     assert "test split" in capsys.readouterr().err
+
+
+def test_interpolation_averages_float_weights_and_keeps_integer_buffers() -> None:
+    tuned = {"w": torch.tensor([1.0, 3.0]), "position_ids": torch.tensor([0, 1])}
+    original = {"w": torch.tensor([3.0, 5.0]), "position_ids": torch.tensor([0, 1])}
+    mixed = interpolate_weights(tuned, original, 0.25)
+    assert torch.equal(mixed["w"], torch.tensor([2.5, 4.5])) and mixed["position_ids"].dtype == torch.long
+    assert torch.equal(interpolate_weights(tuned, original, 1.0)["w"], tuned["w"])
+
+
+def test_an_interpolation_share_outside_zero_to_one_is_refused(capsys) -> None:
+    assert main(["--interpolate", "0"]) == 2
+    assert "--interpolate" in capsys.readouterr().err
