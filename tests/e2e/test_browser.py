@@ -37,9 +37,11 @@ def visit(tmp_path_factory: pytest.TempPathFactory) -> Visit:
     """The real paper from ../shared/data; in a clone without it, the suite's own generated report,
     so the browser flow is still tested end to end."""
     if REAL_PDF.exists():
+        # with the tuned English embedder the top two chunks no longer both fit the 500-token context
+        # budget, so the budget binds before top_k does (final 1 for each of these questions)
         return Visit(REAL_PDF, 12, ("What does RAPT stand for, and what is it used for?",
                                     "How is novelty controlled in NC-RAPT?",
-                                    "What datasets were used in the experiments?"), 2)
+                                    "What datasets were used in the experiments?"), None)
     pdf = fixtures.make_english_pdf(tmp_path_factory.mktemp("e2e-pdf"))
     return Visit(pdf, 3, ("What is the maximum daily dose of ibuprofen for adults?",
                           "How quickly did headache pain decrease?",
