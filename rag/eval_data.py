@@ -59,6 +59,11 @@ class EvalDataset:
                 f"qrels={sum(len(v) for v in self.qrels.values())})")
 
 
+def document_text(entry: dict[str, str]) -> str:
+    """A BEIR corpus entry as the text we index: its title, then its text."""
+    return "\n".join(part for part in (entry.get("title", ""), entry.get("text", "")) if part)
+
+
 def load_beir(folder: str | Path, split: str = "test") -> EvalDataset:
     """Load a BEIR folder; only queries judged in ``qrels/<split>.tsv`` are kept."""
     folder = Path(folder)

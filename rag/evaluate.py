@@ -19,7 +19,7 @@ from typing import Any
 
 from rag.config import DEFAULT_HOME, RagConfig
 from rag.documents import Chunk
-from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset, load_dataset
+from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset, document_text, load_dataset
 from rag.eval_metrics import aggregate, latency_percentiles
 from rag.ingest import embed_chunks
 from rag.language import detect_language
@@ -110,7 +110,7 @@ def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = 
 
 
 def corpus_chunk(doc_id: str, entry: dict[str, str]) -> Chunk:
-    text = "\n".join(part for part in (entry.get("title", ""), entry.get("text", "")) if part)
+    text = document_text(entry)
     return Chunk(chunk_id=f"{doc_id}#0", doc_id=doc_id, file_name=entry.get("title", "") or doc_id, text=text,
                  index=0, page_start=1, page_end=1, char_start=0, char_end=len(text),
                  language=detect_language(text))

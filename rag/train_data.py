@@ -1,8 +1,9 @@
-"""Training data for the rankers we fine-tune (``rag.train_reranker``, ``rag.train_embedder``).
+"""What the rankers we fine-tune (``rag.train_reranker``, ``rag.train_embedder``) share.
 
 Both read only a BEIR *train* split (the test split is what we report, so it is refused), split its
 queries reproducibly into train and held-out, and turn each judged (query, relevant document) into a
-group with non-relevant candidates as hard negatives.
+group with non-relevant candidates as hard negatives. Both warm the learning rate up and then decay
+it linearly to zero.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from rag.eval_data import NAMED_DATASETS, EvalDataset, load_beir
+from rag.eval_data import NAMED_DATASETS, EvalDataset, document_text, load_beir
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def training_groups(dataset: EvalDataset, candidates: dict[str, list[tuple[str, 
             entry = dataset.corpus.get(doc_id)
             if entry is None:
                 continue
-            positive = "\n".join(p for p in (entry.get("title", ""), entry.get("text", "")) if p)
+            positive = document_text(entry)
             # the hardest negatives, plus a random few from deeper in the list for variety
             chosen = pool[: negatives // 2] + rng.sample(pool[negatives // 2:], min(len(pool[negatives // 2:]),
                                                                                     negatives - negatives // 2))
@@ -73,3 +74,12 @@ def write_training_record(out: Path, record: dict[str, Any]) -> None:
     text = json.dumps(record, indent=2, default=str)
     (out / "training.json").write_text(text)
     print(text)
+
+
+def warmup_linear_schedule(optimizer: Any, total_steps: int) -> Any:
+    """Learning rate rising over the first tenth of ``total_steps``, then falling linearly to zero."""
+    import torch
+
+    warmup = max(1, total_steps // 10)
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total_steps - s) / max(1, total_steps - warmup))))

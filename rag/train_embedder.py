@@ -18,6 +18,7 @@ it once per machine.
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import random
 import sys
@@ -27,13 +28,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rag.config import DEFAULT_HOME
-from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset
+from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset, document_text
+from rag.embedders import SCIFACT_MINILM_FOLDER
 from rag.eval_metrics import aggregate
-from rag.train_data import TrainingGroup, load_train_split, split_queries, training_groups, write_training_record
+from rag.train_data import (TrainingGroup, load_train_split, split_queries, training_groups, warmup_linear_schedule,
+                             write_training_record)
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_NAME = "scifact-minilm-bi"
 
 
 def contrastive_loss(query_vectors: Any, document_vectors: Any, scale: float) -> Any:
@@ -100,36 +101,30 @@ def train(groups: Sequence[TrainingGroup], init_path: str, out: Path, *, epochs:
     # the learning-rate schedule) comes from the plan, not from len(groups) / batch_size
     plan = [batches(groups, batch_size, rng) for _ in range(epochs)]
     total_steps = max(1, sum(len(epoch) for epoch in plan))
-    warmup = max(1, total_steps // 10)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total_steps - s) / max(1, total_steps - warmup))))
+    scheduler = warmup_linear_schedule(optimizer, total_steps)
 
     def encode(texts: list[str]) -> Any:
         features = model.tokenize(texts)
         vectors = model(features)["sentence_embedding"]
         return torch.nn.functional.normalize(vectors, dim=-1)
 
-    started, losses, step, stopped_early = time.perf_counter(), [], 0, False
-    for epoch in plan:
-        for batch in epoch:
-            documents = [g.positive for g in batch]
-            documents += [n for g in batch for n in g.negatives[:hard_negatives]]
-            loss = contrastive_loss(encode([g.query for g in batch]), encode(documents), scale)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            losses.append(loss.item())
-            step += 1
-            if step % 5 == 0 or step == total_steps:
-                logger.warning("step %d/%d loss %.3f (%.0f s)", step, total_steps,
-                               sum(losses[-5:]) / len(losses[-5:]), time.perf_counter() - started)
-            if max_minutes and time.perf_counter() - started > max_minutes * 60:
-                logger.warning("stopping at step %d: --max-minutes %.0f reached", step, max_minutes)
-                stopped_early = True
-                break
-        if stopped_early:
+    started, losses, step = time.perf_counter(), [], 0
+    for batch in itertools.chain.from_iterable(plan):
+        documents = [g.positive for g in batch]
+        documents += [n for g in batch for n in g.negatives[:hard_negatives]]
+        loss = contrastive_loss(encode([g.query for g in batch]), encode(documents), scale)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+        step += 1
+        if step % 5 == 0 or step == total_steps:
+            logger.warning("step %d/%d loss %.3f (%.0f s)", step, total_steps,
+                           sum(losses[-5:]) / len(losses[-5:]), time.perf_counter() - started)
+        if max_minutes and time.perf_counter() - started > max_minutes * 60:
+            logger.warning("stopping at step %d: --max-minutes %.0f reached", step, max_minutes)
             break
     model.eval()
     if interpolate < 1.0:
@@ -149,8 +144,7 @@ def dense_ndcg(dataset: EvalDataset, model_path: str, qids: Sequence[str], batch
 
     model = SentenceTransformer(model_path, device="cpu")
     doc_ids = list(dataset.corpus)
-    texts = ["\n".join(p for p in (dataset.corpus[d].get("title", ""), dataset.corpus[d].get("text", "")) if p)
-             for d in doc_ids]
+    texts = [document_text(dataset.corpus[d]) for d in doc_ids]
     documents = model.encode(texts, batch_size=batch_size, normalize_embeddings=True)
     queries = model.encode([dataset.queries[q] for q in qids], batch_size=batch_size, normalize_embeddings=True)
     runs = {}
@@ -190,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", default="scifact", help="a BEIR folder or a named BEIR set (scifact)")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     parser.add_argument("--split", default="train", help="qrels split to train on (never the test split)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_HOME / "models" / DEFAULT_NAME)
+    parser.add_argument("--out", type=Path, default=DEFAULT_HOME / "models" / SCIFACT_MINILM_FOLDER)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--lr", type=float, default=2e-5)
     parser.add_argument("--batch-size", type=int, default=32, help="queries per step")

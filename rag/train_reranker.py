@@ -35,7 +35,8 @@ from typing import Any, Sequence
 from rag.config import DEFAULT_HOME, RagConfig, load_config
 from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset
 from rag.eval_metrics import aggregate
-from rag.train_data import TrainingGroup, load_train_split, split_queries, training_groups, write_training_record
+from rag.train_data import (TrainingGroup, load_train_split, split_queries, training_groups, warmup_linear_schedule,
+                             write_training_record)
 
 logger = logging.getLogger(__name__)
 
@@ -72,9 +73,7 @@ def train(groups: Sequence[TrainingGroup], init_path: str, out: Path, *, epochs:
     optimizer = torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.01)
     steps_per_epoch = math.ceil(len(groups) / batch_groups)
     total_steps = max(1, int(steps_per_epoch * epochs))
-    warmup = max(1, total_steps // 10)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total_steps - s) / max(1, total_steps - warmup))))
+    scheduler = warmup_linear_schedule(optimizer, total_steps)
     order: list[int] = []
     started = time.perf_counter()
     losses: list[float] = []
