@@ -69,10 +69,15 @@ def load_train_split(data_root: Path, name: str, split: str) -> EvalDataset | No
     return EvalDataset(name=name, corpus=loaded.corpus, queries=loaded.queries, qrels=loaded.qrels)
 
 
-def write_training_record(out: Path, record: dict[str, Any]) -> None:
-    """``training.json`` beside the model (written last: it marks a finished model), echoed to stdout."""
+def write_training_record(args: Any, train_ids: Sequence[str], held_ids: Sequence[str], groups: Sequence[Any],
+                          **details: Any) -> None:
+    """``training.json`` in ``args.out`` (written last: it marks a finished model), echoed to stdout: what
+    was trained on, the trainer's ``details``, and its command-line parameters."""
+    record = {"dataset": args.dataset, "split": args.split, "train_queries": len(train_ids),
+              "heldout_queries": len(held_ids), "groups": len(groups), **details,
+              "params": {k: v for k, v in vars(args).items() if k not in ("data_root", "out")}}
     text = json.dumps(record, indent=2, default=str)
-    (out / "training.json").write_text(text)
+    (args.out / "training.json").write_text(text)
     print(text)
 
 

@@ -222,12 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     if held_ids and args.score_heldout:
         heldout = {"heldout_dense_ndcg10_before": round(dense_ndcg(dataset, init, held_ids), 4),
                    "heldout_dense_ndcg10_after": round(dense_ndcg(dataset, str(args.out), held_ids), 4)}
-    record = {"dataset": args.dataset, "split": args.split, "train_queries": len(train_ids),
-              "heldout_queries": len(held_ids), "groups": len(groups), "init": "all-MiniLM-L6-v2 (bundled)",
-              "negatives": f"in-batch, plus top non-relevant BM25 hits (depth {args.depth})",
-              "params": {k: v for k, v in vars(args).items() if k not in ("data_root", "out")},
-              **stats, **heldout}
-    write_training_record(args.out, record)
+    write_training_record(args, train_ids, held_ids, groups, init="all-MiniLM-L6-v2 (bundled)",
+                          negatives=f"in-batch, plus top non-relevant BM25 hits (depth {args.depth})",
+                          **stats, **heldout)
     return 0
 
 

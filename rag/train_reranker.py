@@ -190,15 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     scorer = build_cross_encoder(str(args.out))
     blend, table = choose_blend(dataset, {q: candidates[q] for q in held_ids}, scorer,
                                 config.rerank.candidates)
-    record = {"dataset": args.dataset, "split": args.split, "train_queries": len(train_ids),
-              "heldout_queries": len(held_ids), "groups": len(groups),
-              "init": "all-MiniLM-L6-v2 (bundled)" if not args.init else f"continued from {args.init}",
-              "previous_runs": [*previous.get("previous_runs", []), *([{k: previous[k] for k in
-                                ("params", "steps", "seconds", "final_loss") if k in previous}] if previous else [])],
-              "negatives": f"top non-relevant of the default pipeline, depth {args.depth}",
-              "params": {k: v for k, v in vars(args).items() if k not in ("data_root", "out")},
-              **stats, "heldout_ndcg10_by_blend": table, "chosen_blend": blend}
-    write_training_record(args.out, record)
+    write_training_record(
+        args, train_ids, held_ids, groups,
+        init="all-MiniLM-L6-v2 (bundled)" if not args.init else f"continued from {args.init}",
+        previous_runs=[*previous.get("previous_runs", []), *([{k: previous[k] for k in
+                       ("params", "steps", "seconds", "final_loss") if k in previous}] if previous else [])],
+        negatives=f"top non-relevant of the default pipeline, depth {args.depth}",
+        **stats, heldout_ndcg10_by_blend=table, chosen_blend=blend)
     return 0
 
 
