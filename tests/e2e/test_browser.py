@@ -58,10 +58,17 @@ def _open(page, app_url: str, path: str) -> None:
 
 
 def _settle(page, timeout_ms: int = 60_000) -> None:
-    """Wait until Streamlit has finished the current script run (no running indicator)."""
+    """Wait until Streamlit has finished the current script run.
+
+    The app root's ``data-test-script-state`` (what Streamlit's own browser tests wait on) reads
+    "running" or "rerunRequested" while a run is under way. The short pause first lets a rerun that
+    a click has just asked for reach that attribute, so a finished *previous* run is not mistaken
+    for the new one.
+    """
+    page.wait_for_timeout(300)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
+        "() => ['notRunning', 'compilationError'].includes("
+        "document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state'))",
         timeout=timeout_ms)
 
 
@@ -80,8 +87,17 @@ def test_upload_a_real_pdf_and_wait_until_it_is_indexed(page, app_url: str, visi
 
 def _nav(page, title: str) -> None:
     """Go to a page the way a user does: its link in the sidebar navigation."""
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
-    page.get_by_role("heading", name=title, level=1).wait_for()
+    link = page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title)
+    heading = page.get_by_role("heading", name=title, level=1)
+    for attempt in range(3):  # a click that lands while a rerun redraws the sidebar can be dropped
+        _settle(page)
+        link.click()
+        try:
+            heading.wait_for(timeout=20_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
     _settle(page)
 
 
@@ -106,12 +122,20 @@ def _choose(scope, label: str, option: str | int) -> None:
 
 
 def _ask(page, question: str) -> None:
-    answers_before = page.get_by_text("Retrieval trace").count()
+    """Ask in the chat box and wait for the finished reply to *this* question.
+
+    A finished answer is redrawn from the history with its trace expander, so the reply is done when
+    the last message holds "Retrieval trace" and the one before it is the question.
+    """
     box = page.get_by_placeholder("Ask about your documents")
     box.fill(question)
     box.press("Enter")
-    # a finished answer is redrawn from the history with its trace expander
-    expect(page.get_by_text("Retrieval trace")).to_have_count(answers_before + 1, timeout=ANSWER_TIMEOUT_MS)
+    page.wait_for_function(
+        """question => {
+            const messages = [...document.querySelectorAll('[data-testid="stChatMessage"]')];
+            return messages.length >= 2 && messages.at(-2).innerText.includes(question)
+                && messages.at(-1).innerText.includes('Retrieval trace');
+        }""", arg=question, timeout=ANSWER_TIMEOUT_MS)
     _settle(page)
 
 
@@ -138,6 +162,7 @@ def test_a_settings_slider_change_shows_in_the_next_answers_trace(page, app_url:
     slider.press("ArrowRight")  # 2
     expect(slider).to_have_value("2")
     page.get_by_role("button", name="Apply settings").click()
+    page.get_by_text("Applied 1 change(s).").wait_for()  # drawn by the rerun that follows the apply
     _settle(page)
     screenshot(page, "settings")
 
