@@ -138,7 +138,11 @@ class RetrievalPipeline:
             nodes = self._postprocess("mmr", mmr, nodes, query, trace, embedding=query_vector)
         nodes = nodes[: retrieval.top_k]
         budget = ContextBudgetPostprocessor(config.generation.max_context_tokens, self.count_tokens or count_tokens)
+        top = len(nodes)
         nodes = self._postprocess("final", budget, nodes, query, trace)
+        if top:  # say whether top_k or the context budget decided how many passages the LLM sees
+            trace.get("final").note(f"{len(nodes)} of the top {top} fit the "
+                                    f"{config.generation.max_context_tokens}-token context budget")
 
         empty_reason = ""
         if not nodes:

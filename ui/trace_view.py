@@ -40,12 +40,14 @@ def timing_frame(result: AnswerResult) -> pd.DataFrame:
 
 
 def stage_notes(trace: Mapping[str, Any]) -> list[str]:
-    """Why stages degraded or failed, one line each."""
+    """Why stages degraded or failed, and what the final stage kept, one line each."""
     notes = []
     for stage in (trace.get("retrieval") or {}).get("stages", []):
         for label, text in (("fallback", stage.get("fallback_reason")), ("error", stage.get("error"))):
             if text:
                 notes.append(f"{stage['name']} {label}: {text}")
+        if stage["name"] == "final":
+            notes.extend(f"final: {note}" for note in stage.get("notes", []))
     if trace.get("retrieval_cached"):
         notes.append("retrieval came from the result cache (same question and settings)")
     return notes

@@ -87,6 +87,8 @@ def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(ap
     assert any(c.startswith("Settings: top_k 5 · candidate_k 30") for c in captions), captions
     final_count = int((table["stage"] == "final").sum())
     assert any(c.startswith("Candidates per stage: ") and c.endswith(f"final {final_count}") for c in captions)
+    top = min(5, int((table["stage"] == "fusion").sum()))
+    assert f"final: {final_count} of the top {top} fit the 500-token context budget" in captions, captions
     assert result.trace["settings"]["top_k"] == 5
     # exports hold exactly the transcript of this history
     buttons = {b.label: b for b in app.get("download_button")}

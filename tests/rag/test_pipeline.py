@@ -24,8 +24,8 @@ PASSAGES = {
 }
 
 
-def _load(store: DocumentStore) -> None:
-    for doc_id, texts in PASSAGES.items():
+def _load(store: DocumentStore, passages: dict[str, list[str]] = PASSAGES) -> None:
+    for doc_id, texts in passages.items():
         language = "zh" if doc_id == "zh" else "en"
         chunks = [Chunk(chunk_id=f"{doc_id}:{i}", doc_id=doc_id, file_name=f"{doc_id}.pdf", text=t, index=i,
                         page_start=i + 1, page_end=i + 1, char_start=0, char_end=len(t), language=language)
@@ -155,12 +155,17 @@ def test_rerank_uses_the_injected_scorer(loaded: DocumentStore, config: RagConfi
     assert result.trace.get("rerank") is not None
 
 
-def test_context_budget_limits_the_final_nodes(loaded: DocumentStore, config: RagConfig) -> None:
-    tight = config.with_overrides({"generation.max_context_tokens": "64", "retrieval.top_k": "5"})
-    result = RetrievalPipeline(loaded).retrieve("ibuprofen dose fever adults paracetamol", tight)
+def test_context_budget_limits_the_final_nodes_and_says_so(loaded: DocumentStore, config: RagConfig) -> None:
+    filler = " ".join(["Ibuprofen dosing for adults is discussed in this long passage."] * 5)  # ~50 words
+    _load(loaded, {"long": [f"{filler} Part {i}." for i in range(3)]})
+    tight = config.with_overrides({"generation.max_context_tokens": "64", "retrieval.top_k": "3"})
+    result = RetrievalPipeline(loaded).retrieve("ibuprofen dosing adults long passage", tight)
     from rag.language import count_tokens
 
-    assert sum(count_tokens(n.node.get_content()) for n in result.nodes) <= 64
+    assert len(result.trace.get("final").candidates) == len(result.nodes) == 1
+    assert count_tokens(result.nodes[0].node.get_content()) <= 64
+    # the trace says the budget, not top_k, decided how many passages are left
+    assert result.trace.get("final").notes == ["1 of the top 3 fit the 64-token context budget"]
 
 
 def test_mmr_uses_the_stored_vectors_instead_of_re_embedding(loaded: DocumentStore, config: RagConfig,
