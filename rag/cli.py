@@ -207,6 +207,8 @@ def _cmd_search(args: argparse.Namespace, config: RagConfig) -> int:
                         for c in stage.candidates[:5])
         reason = f"  [fallback: {stage.fallback_reason}]" if stage.fallback_reason else ""
         print(f"  {stage.name:<9} {stage.duration_ms:8.1f} ms  {len(stage.candidates):>3} candidates  {top}{reason}")
+        for note in stage.notes:
+            print(f"            {note}")
     return 0
 
 

@@ -56,6 +56,11 @@ def test_search_overrides_and_bad_input(tmp_path: Path, capsys) -> None:
     capsys.readouterr()
     assert main(["--set", "retrieval.top_k=1", "search", "ibuprofen dose adults", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["hits"]) == 1
+    # without --json: the hits, then a line per stage and the stage's notes under it
+    assert main(["--set", "retrieval.top_k=1", "search", "ibuprofen dose adults"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("[1] ") and "\nstages:\n" in printed
+    assert "  final " in printed and "1 of the top 1 fit the 500-token context budget" in printed
     assert main(["search", "   "]) == 2
     assert "empty" in capsys.readouterr().err
     assert main(["--set", "retrieval.top_k=0", "docs"]) == 2
