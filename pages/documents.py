@@ -7,6 +7,7 @@ import streamlit as st
 
 from rag.parsing import SUPPORTED_EXTENSIONS
 from rag.render import render_page_png
+from ui.reindex import reindex_documents
 from ui.resources import get_ingest_queue, get_store
 from ui.state import current_config
 
@@ -58,6 +59,16 @@ ingest_progress()
 
 records = store.documents()
 st.subheader(f"Library ({sum(r.status == 'completed' for r in records)} ready)")
+unsearched = store.unsearched_vectors()
+if unsearched:
+    stale_ids = set().union(*unsearched.values())
+    stale = [r for r in records if r.doc_id in stale_ids]
+    st.warning(f"{len(stale)} document(s) were embedded with {', '.join(sorted(unsearched))}, which the current "
+               "settings no longer use (the default English model or an embedding setting changed). Vector search "
+               "skips them and only keyword search finds them until they are re-indexed.",
+               icon=":material/warning:")
+    if st.button(f"Re-index {len(stale)} document(s)", type="primary"):
+        reindex_documents(store, config, stale)
 if not records:
     st.info("No documents yet. Upload a PDF above to start.")
     st.stop()

@@ -7,6 +7,7 @@ import streamlit as st
 
 from rag.config import DEFAULT_HOME, ConfigError
 from rag.presets import PresetError, changed_fields, dump_preset
+from ui.reindex import reindex_documents
 from ui.resources import base_config, get_store
 from ui.settings_form import (
     apply_values,
@@ -66,22 +67,7 @@ if st.session_state.get(REINDEX_KEY):
         reindex = left.button("Re-index all documents", type="primary")
         right.page_link("pages/documents.py", label="Open Documents")
         if reindex:
-            from rag.ingest import Ingestor
-
-            ingestor = Ingestor(store, config)
-            failed = []
-            with st.status(f"Re-indexing {len(completed)} document(s)…", expanded=True) as status:
-                bar = st.progress(0.0)
-                for number, record in enumerate(completed, start=1):
-                    bar.progress((number - 1) / len(completed), text=f"{record.file_name} ({number}/{len(completed)})")
-                    result = ingestor.reindex(record.doc_id)
-                    if not result.ok:
-                        failed.append(f"{record.file_name}: {result.error}")
-                bar.progress(1.0, text="Done")
-                status.update(label=f"Re-indexed {len(completed) - len(failed)} of {len(completed)} document(s)",
-                              state="error" if failed else "complete")
-            for message in failed:
-                st.error(message)
+            reindex_documents(store, config, completed)
             st.session_state.pop(REINDEX_KEY)
 
 # -- presets ---------------------------------------------------------------------------------------

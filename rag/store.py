@@ -135,6 +135,19 @@ class DocumentStore:
             logger.warning("recovered %d interrupted ingests: %s", len(recovered), ", ".join(recovered))
         return recovered
 
+    def unsearched_vectors(self) -> dict[str, set[str]]:
+        """Vectors that vector search skips: model id -> completed documents holding its vectors, for
+        every model that no configured embedder makes (the default English model changed since those
+        documents were indexed, or an embedding setting did). Re-indexing the documents fixes it.
+
+        Loads the configured embedders (to learn their model ids) only when vectors are stored.
+        """
+        stored = [m for m in self.vectors.model_ids() if self.vectors.count(m)]
+        stale = [m for m in stored if self.router.for_model_id(m) is None]
+        completed = self.completed_ids()
+        found = {m: self.vectors.doc_ids(m) & completed for m in stale}
+        return {m: ids for m, ids in found.items() if ids}
+
     def stats(self) -> dict[str, Any]:
         records = self.registry.all()
         return {

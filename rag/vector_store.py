@@ -133,6 +133,11 @@ class VectorStore:
                 result["ids"][0], result["distances"][0], result["documents"][0], result["metadatas"][0])
         ]
 
+    def doc_ids(self, model_id: str) -> set[str]:
+        """The documents that have vectors of ``model_id``."""
+        result = self._collection(model_id).get(include=["metadatas"])
+        return {str(m["doc_id"]) for m in result["metadatas"] if m and m.get("doc_id")}
+
     def get(self, model_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> dict[str, dict[str, Any]]:
         include = ["documents", "metadatas"] + (["embeddings"] if with_embeddings else [])
         result = self._collection(model_id).get(ids=list(ids), include=include)

@@ -71,3 +71,36 @@ def test_delete_removes_the_document(app: AppTest, tmp_path: Path) -> None:
     delete.click().run()
     assert not app.exception
     assert any("No documents yet" in info.value for info in app.info)
+
+
+def test_documents_embedded_by_a_model_no_longer_configured_are_flagged_and_reindexed(
+        app_data: Path, tmp_path: Path, monkeypatch) -> None:
+    import streamlit as st
+
+    from tests.app.conftest import ingest
+
+    pdf = fixtures.make_english_pdf(tmp_path)
+    ingest(pdf)
+    app = open_app("pages/documents.py")
+    app.run()
+    assert not app.warning  # indexed with the configured models
+
+    # the English model changes (as when the default changed), and the server restarts
+    monkeypatch.setenv("RAG_EMBEDDING__ENGLISH_MODEL", "bundled:another")
+    st.cache_resource.clear()
+    app = open_app("pages/documents.py")
+    app.run()
+    assert not app.exception
+    warning = app.warning[0].value
+    assert "1 document(s) were embedded with hash-minilm-scifact" in warning and "re-indexed" in warning
+
+    next(b for b in app.button if b.label == "Re-index 1 document(s)").click().run()
+    assert not app.exception
+    assert not app.error
+    from ui.resources import base_config, get_store
+
+    store = get_store(base_config())
+    assert store.unsearched_vectors() == {}
+    assert store.vectors.count("hash-another") > 0 and store.documents()[0].status == "completed"
+    app.run()
+    assert not app.warning

@@ -216,6 +216,17 @@ def test_vectors_of_a_model_no_longer_configured_are_reported(loaded: DocumentSt
     assert result.nodes[0].node.node_id == "med:1"  # BM25 still finds it
 
 
+def test_the_store_names_documents_whose_vectors_no_configured_model_makes(loaded: DocumentStore,
+                                                                            config: RagConfig) -> None:
+    assert loaded.unsearched_vectors() == {}
+    other = replace(config, embedding=replace(config.embedding, english_model="bundled:another"))
+    loaded.router = EmbedderRouter(other.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}"))
+    stored = "hash-" + config.embedding.english_model.split(":")[-1]
+    assert loaded.unsearched_vectors() == {stored: {"med", "fin"}}  # the Chinese space is still configured
+    loaded.delete("fin")
+    assert loaded.unsearched_vectors() == {stored: {"med"}}
+
+
 def test_a_stand_in_embedder_says_so_in_the_trace(loaded: DocumentStore, config: RagConfig) -> None:
     english = config.embedding.english_model
     stand_in = HashEmbedding(model_id="hash-" + english.split(":")[-1])  # the id the chunks were stored under
