@@ -51,6 +51,28 @@ def test_persists_and_deletes_incrementally(tmp_path: Path) -> None:
     assert len(reopened) == 0 and reopened.search("delta", k=5) == []
 
 
+def test_an_index_saved_with_other_bm25_parameters_is_rebuilt_when_opened(tmp_path: Path, monkeypatch) -> None:
+    import rag.keyword_index as keyword_index
+
+    texts = ("aspirin aspirin aspirin aspirin fever", "aspirin fever relief in adults")
+    monkeypatch.setattr(keyword_index, "BM25_PARAMS", {"k1": 1.5, "b": 0.75})  # bm25s' own default
+    old = KeywordIndex(tmp_path / "bm25")
+    old.add("d", _chunks("d", *texts))
+    old_scores = {h.chunk_id: h.score for h in old.search("aspirin", k=2)}
+    old.close()
+
+    monkeypatch.setattr(keyword_index, "BM25_PARAMS", {"k1": 0.7, "b": 0.75})
+    reopened = KeywordIndex(tmp_path / "bm25")
+    fresh = KeywordIndex(tmp_path / "fresh")
+    fresh.add("d", _chunks("d", *texts))
+    new_scores = {h.chunk_id: h.score for h in reopened.search("aspirin", k=2)}
+    assert new_scores == pytest.approx({h.chunk_id: h.score for h in fresh.search("aspirin", k=2)})
+    # a lower k1 saturates term frequency sooner: four "aspirin"s gain less over one
+    assert new_scores["d:0"] / new_scores["d:1"] < old_scores["d:0"] / old_scores["d:1"]
+    reopened.close()
+    assert KeywordIndex(tmp_path / "bm25").search("aspirin", k=2)[0].score == pytest.approx(new_scores["d:0"])
+
+
 def test_shared_phrases_outrank_scattered_words(tmp_path: Path) -> None:
     index = KeywordIndex(tmp_path / "bm25")
     index.add("d", _chunks("d", "The bank river flooded; a new york times reporter saw the river bank.",
