@@ -58,7 +58,7 @@ class EmbeddingConfig:
     """
 
     # measured (README "Retrieval quality"): SciFact nDCG@10 0.7285 -> 0.7503 with the default
-    # pipeline, at no query-time cost; SQuAD no worse
+    # pipeline, at no query-time cost; SQuAD dev R@5 0.960 -> 0.959, MRR@10 0.881 -> 0.882 (BM25 k1 1.5)
     english_model: str = "bundled:minilm-scifact"
     chinese_model: str = "bundled:e5-small"
     routing: EmbeddingRouting = "per_language"
