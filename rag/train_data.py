@@ -3,7 +3,7 @@
 Both read only a BEIR *train* split (the test split is what we report, so it is refused), split its
 queries reproducibly into train and held-out, and turn each judged (query, relevant document) into a
 group with non-relevant candidates as hard negatives. Both warm the learning rate up and then decay
-it linearly to zero.
+it linearly to zero, and take the same clipped optimizer step.
 """
 
 from __future__ import annotations
@@ -88,3 +88,16 @@ def warmup_linear_schedule(optimizer: Any, total_steps: int) -> Any:
     warmup = max(1, total_steps // 10)
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total_steps - s) / max(1, total_steps - warmup))))
+
+
+def optimizer_step(loss: Any, parameters: Any, optimizer: Any, scheduler: Any) -> float:
+    """Backpropagate ``loss``, clip the gradient norm to 1, step the optimizer and the schedule, and
+    clear the gradients; returns the loss as a float."""
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+    return float(loss.item())

@@ -31,8 +31,8 @@ from rag.config import DEFAULT_HOME
 from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset, document_text
 from rag.embedders import SCIFACT_MINILM_FOLDER
 from rag.eval_metrics import aggregate
-from rag.train_data import (TrainingGroup, load_train_split, split_queries, training_groups, warmup_linear_schedule,
-                             write_training_record)
+from rag.train_data import (TrainingGroup, load_train_split, optimizer_step, split_queries, training_groups,
+                             warmup_linear_schedule, write_training_record)
 
 logger = logging.getLogger(__name__)
 
@@ -113,12 +113,7 @@ def train(groups: Sequence[TrainingGroup], init_path: str, out: Path, *, epochs:
         documents = [g.positive for g in batch]
         documents += [n for g in batch for n in g.negatives[:hard_negatives]]
         loss = contrastive_loss(encode([g.query for g in batch]), encode(documents), scale)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
-        losses.append(loss.item())
+        losses.append(optimizer_step(loss, model.parameters(), optimizer, scheduler))
         step += 1
         if step % 5 == 0 or step == total_steps:
             logger.warning("step %d/%d loss %.3f (%.0f s)", step, total_steps,

@@ -35,8 +35,8 @@ from typing import Any, Sequence
 from rag.config import DEFAULT_HOME, RagConfig, load_config
 from rag.eval_data import DEFAULT_DATA_ROOT, EvalDataset
 from rag.eval_metrics import aggregate
-from rag.train_data import (TrainingGroup, load_train_split, split_queries, training_groups, warmup_linear_schedule,
-                             write_training_record)
+from rag.train_data import (TrainingGroup, load_train_split, optimizer_step, split_queries, training_groups,
+                             warmup_linear_schedule, write_training_record)
 
 logger = logging.getLogger(__name__)
 
@@ -97,13 +97,7 @@ def train(groups: Sequence[TrainingGroup], init_path: str, out: Path, *, epochs:
             loss = loss + torch.nn.functional.cross_entropy(logits[offset:offset + size].unsqueeze(0),
                                                             torch.zeros(1, dtype=torch.long))
             offset += size
-        loss = loss / len(sizes)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
-        losses.append(loss.item())
+        losses.append(optimizer_step(loss / len(sizes), network.parameters(), optimizer, scheduler))
         step += 1
         if step % 20 == 0 or step == total_steps:
             elapsed = time.perf_counter() - started
