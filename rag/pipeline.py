@@ -147,8 +147,11 @@ class RetrievalPipeline:
         empty_reason = ""
         if not nodes:
             threshold = trace.get("threshold")
-            empty_reason = (threshold.fallback_reason if threshold and threshold.fallback_reason
-                            else "No passage in your documents matches this question.")
+            if threshold and threshold.fallback_reason:
+                empty_reason = threshold.fallback_reason
+            else:  # what the stages could not do often explains the empty result
+                why = "; ".join(s.fallback_reason for s in trace.stages if s.fallback_reason)
+                empty_reason = "No passage in your documents matches this question." + (f" ({why})" if why else "")
         return RetrievalResult(query, nodes, trace, empty_reason=empty_reason, details=details)
 
     def _rewrite(self, query: str, config: RagConfig, trace: QueryTrace, details: dict) -> list[str]:

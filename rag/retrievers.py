@@ -84,7 +84,12 @@ class VectorRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         per_space: list[list[VectorHit]] = []
         self.notes = []
-        for model_id in self._spaces(query_bundle.query_str):
+        language = detect_language(query_bundle.query_str)
+        spaces = self._spaces(language)
+        if language == "zh" and not spaces and self._vectors.model_ids():
+            self.notes.append("the question is in Chinese, but no document holds Chinese text (nothing is stored "
+                              "in the Chinese embedding space), and the other spaces cannot read Chinese")
+        for model_id in spaces:
             embedder = self._router.for_model_id(model_id)
             if embedder is None:
                 self.notes.append(f"vectors stored by {model_id} were not searched: no configured embedding model "
@@ -106,9 +111,9 @@ class VectorRetriever(BaseRetriever):
                                              hits[rank].score))
         return merged[: self._top_k]
 
-    def _spaces(self, query: str) -> list[str]:
+    def _spaces(self, language: str) -> list[str]:
         stored = self._vectors.model_ids()
-        if detect_language(query) == "zh":
+        if language == "zh":
             chinese = model_id_of(self._router.for_language("zh"))
             return [m for m in stored if m == chinese]
         return stored

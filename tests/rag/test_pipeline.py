@@ -84,6 +84,17 @@ def test_empty_index_gives_a_reason(store: DocumentStore, config: RagConfig) -> 
     assert result.nodes == [] and "No documents are indexed" in result.empty_reason
 
 
+def test_a_query_in_a_language_no_document_holds_gets_an_empty_result_that_says_why(
+        store: DocumentStore, config: RagConfig) -> None:
+    _load(store, {doc_id: texts for doc_id, texts in PASSAGES.items() if doc_id != "zh"})  # English only
+    result = RetrievalPipeline(store).retrieve("布洛芬每日最大剂量是多少", config)
+    assert result.nodes == []
+    assert result.empty_reason.startswith("No passage in your documents matches this question. (")
+    assert "the question is in Chinese, but no document holds Chinese text" in result.empty_reason
+    # an English question in the same library is not affected
+    assert RetrievalPipeline(store).retrieve("maximum daily dose of ibuprofen", config).nodes
+
+
 def test_short_query_goes_keyword_only(loaded: DocumentStore, config: RagConfig) -> None:
     result = RetrievalPipeline(loaded).retrieve("paracetamol", config)
     assert [s.name for s in result.trace.stages][:2] == ["bm25", "fusion"]
