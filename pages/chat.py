@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag.answer import ChatTurn
-from rag.transcript import to_json, to_markdown
+from rag.answer.types import ChatTurn
+from rag.answer.transcript import to_json, to_markdown
 from ui.answer_view import escape_markdown, render_result, stream_answer
 from ui.resources import get_store
 from ui.state import current_config

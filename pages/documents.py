@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rag.parsing import SUPPORTED_EXTENSIONS
-from rag.render import render_page_png
+from rag.ingest.parse import SUPPORTED_EXTENSIONS
+from rag.answer.render import render_page_png
 from ui.reindex import reindex_documents
 from ui.resources import get_ingest_queue, get_store
 from ui.state import current_config
@@ -92,7 +92,7 @@ record = store.document(doc_id)
 actions = st.columns([1, 1, 6])
 if actions[0].button("Re-index", help="Parse, chunk and embed again with the current settings",
                      disabled=not record.stored_path):
-    from rag.ingest import Ingestor
+    from rag.ingest.ingestor import Ingestor
 
     with st.status(f"Re-indexing {record.file_name}…", expanded=False) as status:
         result = Ingestor(store, config).reindex(doc_id)

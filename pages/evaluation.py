@@ -8,9 +8,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from rag import eval_run
+from rag.evaluation import run as eval_run
 from rag.config import ConfigError
-from rag.eval_data import NAMED_DATASETS
+from rag.evaluation.datasets import NAMED_DATASETS
 from rag.presets import PresetError
 from ui.eval_view import RESULTS_KEY, phase_progress, show_results
 from ui.resources import base_config, get_store
@@ -84,7 +84,7 @@ def evaluate() -> dict:
         with tempfile.TemporaryDirectory() as workdir:
             dataset = eval_run.load_upload(upload.name, upload.getvalue(), Path(workdir))
     elif dataset_name:
-        from rag.eval_data import load_dataset
+        from rag.evaluation.datasets import load_dataset
 
         dataset = load_dataset(dataset_name)
     else:

@@ -1,5 +1,5 @@
 import sys
 
-from rag.cli import main
+from rag.cli.main import main
 
 sys.exit(main())

@@ -163,7 +163,7 @@ class GenerationConfig:
 
     ``max_context_tokens`` is the sources' budget in the answering model's own tokens (the retrieval
     pipeline counts with the LLM's tokenizer when it has one). ``answer_check`` asks the LLM first
-    whether the sources contain the answer (``rag.answerability``) and abstains below the gate: the
+    whether the sources contain the answer (``rag.answer.gate``) and abstains below the gate: the
     bundled model's calibrated line in (P(yes), question coverage) when ``answer_check_calibrated``,
     else P(yes) < ``answer_check_threshold`` (0 records the check without gating). Defaults from
     measurement (README, "Answering").
@@ -175,7 +175,7 @@ class GenerationConfig:
     max_answer_tokens: int = 384
     temperature: float = 0.1
     answer_check: bool = True
-    # bundled models use their own gate fitted on seed 1 (rag.answerability.CALIBRATED_GATES, README
+    # bundled models use their own gate fitted on seed 1 (rag.answer.gate.CALIBRATED_GATES, README
     # "Answering"; reported on seed 0) unless answer_check_calibrated is off; any other model uses this
     answer_check_threshold: float = 0.35
     answer_check_calibrated: bool = True
@@ -197,7 +197,7 @@ class LLMConfig:
     """
 
     backend: LLMBackend = "embedded"
-    embedded_model: str = "qwen2.5-1.5b-instruct"  # a name from rag.model_assets.GGUF_MODELS, or a .gguf path
+    embedded_model: str = "qwen2.5-1.5b-instruct"  # a name from rag.models.assets.GGUF_MODELS, or a .gguf path
     n_ctx: int = 4096
     n_threads: int = 2
     base_url: str = "http://127.0.0.1:8080/v1"

@@ -41,7 +41,7 @@ ANSWER_SYSTEM_PROMPT = (
     "6. Write plain text only, no HTML."
 )
 
-# Appended to the answer prompt's user message for the answerability gate (rag.answerability): the
+# Appended to the answer prompt's user message for the answerability gate (rag.answer.gate): the
 # prompt up to here is identical to the answer prompt, so llama.cpp reuses its KV cache for the answer.
 ANSWER_CHECK_LINE = (
     "Before answering: do the sources above state the answer to this question? "

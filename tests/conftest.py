@@ -16,8 +16,8 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 from rag.config import RagConfig  # noqa: E402
-from rag.embedding_router import EmbedderRouter  # noqa: E402
-from rag.store import DocumentStore  # noqa: E402
+from rag.models.embedding_router import EmbedderRouter  # noqa: E402
+from rag.index.store import DocumentStore  # noqa: E402
 from tests.fakes import HashEmbedding  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import streamlit as st
 
-from rag.answer import AnswerResult, ChatTurn, Citation, Source
+from rag.answer.types import AnswerResult, ChatTurn, Citation, Source
 from rag.config import RagConfig
 from ui.resources import get_engine, page_image
 from ui.trace_view import render_trace, settings_summary, timing_summary
@@ -49,8 +49,8 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
 
     Errors are shown with ``st.error`` and returned in ``Outcome.error``; nothing raises.
     """
-    from rag.llm_openai import LLMUnavailableError
-    from rag.pipeline import QueryError
+    from rag.models.llm_openai import LLMUnavailableError
+    from rag.retrieval.pipeline import QueryError
 
     try:
         label = "Searching your documents…" if use_knowledge_base else "Preparing the answer…"

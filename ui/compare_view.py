@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import pandas as pd
 import streamlit as st
 
-from rag.answer import AnswerResult
+from rag.answer.types import AnswerResult
 from rag.config import ConfigError, RagConfig
 from rag.presets import PresetError
 from ui.answer_view import (

@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from rag.eval_run import CURVE_KS, EvalRun, latency_histogram, metrics_table
+from rag.evaluation.run import CURVE_KS, EvalRun, latency_histogram, metrics_table
 
 RESULTS_KEY = "eval_results"
 

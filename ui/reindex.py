@@ -8,12 +8,12 @@ import streamlit as st
 
 from rag.config import RagConfig
 from rag.documents import DocumentRecord
-from rag.store import DocumentStore
+from rag.index.store import DocumentStore
 
 
 def reindex_documents(store: DocumentStore, config: RagConfig, records: Sequence[DocumentRecord]) -> list[str]:
     """Parse, chunk and embed ``records`` again with ``config``; returns one "file: error" line per failure."""
-    from rag.ingest import Ingestor
+    from rag.ingest.ingestor import Ingestor
 
     ingestor = Ingestor(store, config)
     failed = []

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rag.config import EmbeddingConfig, GenerationConfig, LLMConfig, RagConfig, RerankConfig, StorageConfig, load_config
-from rag.store import DocumentStore
+from rag.index.store import DocumentStore
 
 
 @st.cache_resource(show_spinner="Loading the document store…")
@@ -39,7 +39,7 @@ def base_config() -> RagConfig:
 
 @st.cache_resource
 def _ingest_queue(storage: StorageConfig, embedding: EmbeddingConfig):
-    from rag.ingest_queue import IngestQueue
+    from rag.ingest.queue import IngestQueue
 
     return IngestQueue(_store(storage, embedding))
 
@@ -69,7 +69,7 @@ def _reranker(model_path: str) -> Any:
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _engine(storage: StorageConfig, embedding: EmbeddingConfig, llm: LLMConfig, temperature: float,
             max_answer_tokens: int, rerank_path: str) -> Any:
-    from rag.cli_answer import build_answer_engine
+    from rag.cli.answer import build_answer_engine
     from rag.runtime import with_generation
 
     generation = GenerationConfig(temperature=temperature, max_answer_tokens=max_answer_tokens)
@@ -85,7 +85,7 @@ def get_engine(config: RagConfig) -> Any:
     """The ``AnswerEngine`` for ``config``; call ``engine.stream(question, config, ...)`` with the same config.
 
     Raises:
-        rag.llms.LLMUnavailableError: No LLM could be loaded (the message says what to check).
+        rag.models.llms.LLMUnavailableError: No LLM could be loaded (the message says what to check).
     """
     rerank_path = config.rerank.model_path if config.rerank.enabled else ""
     return _engine(config.storage, config.embedding, config.llm, config.generation.temperature,
@@ -95,7 +95,7 @@ def get_engine(config: RagConfig) -> Any:
 @st.cache_data(show_spinner=False, max_entries=64)
 def page_image(pdf_path: str, page: int, rects: Sequence[Sequence[float]], mtime: float) -> bytes:
     """PNG of a PDF page with ``rects`` highlighted (``mtime`` keys the cache to the file's version)."""
-    from rag.highlight import render_highlighted_page
+    from rag.answer.highlight import render_highlighted_page
 
     return render_highlighted_page(Path(pdf_path), page, [list(r) for r in rects])
 

@@ -18,7 +18,7 @@ import streamlit as st
 import yaml
 
 from rag.config import ConfigError, RagConfig
-from rag.model_assets import GGUF_MODELS
+from rag.models.assets import GGUF_MODELS
 from rag.presets import PRESET_SECTIONS, PresetError
 
 WIDGET_PREFIX = "cfg:"
@@ -269,7 +269,7 @@ def check_llm(config: RagConfig, cache_dir: Path) -> tuple[bool, str]:
     """Cheap reachability check: the server's ``/models`` for openai, the GGUF file for embedded."""
     llm = config.llm
     if llm.backend == "openai":
-        from rag.llm_openai import LLMUnavailableError, OpenAICompatibleLLM
+        from rag.models.llm_openai import LLMUnavailableError, OpenAICompatibleLLM
 
         server = OpenAICompatibleLLM(base_url=llm.base_url, model=llm.model, api_key_env=llm.api_key_env,
                                      connect_timeout_s=llm.connect_timeout_s)

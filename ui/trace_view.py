@@ -7,7 +7,7 @@ from typing import Any, Mapping
 import pandas as pd
 import streamlit as st
 
-from rag.answer import AnswerResult
+from rag.answer.types import AnswerResult
 from rag.config import RagConfig
 
 # answer-side timings worth a bar of their own (aggregates like total_ms and ttft_ms are left out)

@@ -12,8 +12,8 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import rag.runtime
-from rag.embedding_router import EmbedderRouter
-from rag.llms import LLMHandle
+from rag.models.embedding_router import EmbedderRouter
+from rag.models.llms import LLMHandle
 from tests.fakes import HashEmbedding, ScriptedLLM
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -76,7 +76,7 @@ def app_llm(app_data: Path, monkeypatch, llm: RoutedLLM) -> RoutedLLM:
 
 def ingest(*paths: Path) -> dict[str, str]:
     """Index files through rag into the store the app uses; file name -> doc id."""
-    from rag.ingest import Ingestor
+    from rag.ingest.ingestor import Ingestor
     from ui.resources import base_config, get_store
 
     ingestor = Ingestor(get_store(base_config()), base_config())

@@ -14,8 +14,8 @@ from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
 import rag.runtime
-from rag.llms import LLMHandle
-from rag.transcript import to_json, to_markdown
+from rag.models.llms import LLMHandle
+from rag.answer.transcript import to_json, to_markdown
 from tests import fixtures
 from tests.app.conftest import ANSWER, QUESTION, RoutedLLM, ingest, open_app
 from tests.fakes import ScriptedLLM

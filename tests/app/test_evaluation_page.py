@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import rag.eval_run
+import rag.evaluation.run
 from tests import fixtures
 from tests.fixtures import TINY_SQUAD as SQUAD
 from tests.app.conftest import open_app
@@ -30,7 +30,7 @@ def eval_data(tmp_path: Path) -> Path:
 @pytest.fixture
 def app(app_data: Path, tmp_path: Path, eval_data: Path, monkeypatch) -> AppTest:
     monkeypatch.setenv("RAG_EVAL_DATA", str(eval_data))
-    monkeypatch.setattr(rag.eval_run, "EVAL_HOME", tmp_path / "home")
+    monkeypatch.setattr(rag.evaluation.run, "EVAL_HOME", tmp_path / "home")
     return open_app("pages/evaluation.py", timeout_s=120)
 
 
@@ -89,7 +89,7 @@ def test_no_bundled_sets_says_so_and_offers_the_upload(app: AppTest) -> None:
 
 def test_csv_question_set_is_scored_against_the_library(app: AppTest, tmp_path: Path) -> None:
     app.run()
-    from rag.ingest import Ingestor
+    from rag.ingest.ingestor import Ingestor
     from ui.resources import base_config, get_store
 
     small = base_config().with_overrides({"chunking.chunk_size": 40, "chunking.chunk_overlap": 0})

@@ -161,7 +161,7 @@ def test_uploaded_preset_applies_and_a_bad_one_is_explained(app: AppTest) -> Non
 
 
 def test_chunking_change_prompts_and_runs_a_reindex(app: AppTest, tmp_path: Path) -> None:
-    from rag.ingest import Ingestor
+    from rag.ingest.ingestor import Ingestor
     from ui.resources import base_config, get_store
 
     store = get_store(base_config())

@@ -10,12 +10,12 @@ from dataclasses import replace
 import pytest
 
 from rag.config import DEFAULT_HOME, GenerationConfig, LLMConfig, RagConfig
-from rag.engine import AnswerEngine
-from rag.ingest import Ingestor
-from rag.llms import load_embedded_llm
-from rag.pipeline import RetrievalPipeline
+from rag.answer.engine import AnswerEngine
+from rag.ingest.ingestor import Ingestor
+from rag.models.llms import load_embedded_llm
+from rag.retrieval.pipeline import RetrievalPipeline
 from rag.runtime import build_router
-from rag.store import DocumentStore
+from rag.index.store import DocumentStore
 from tests import fixtures
 
 pytestmark = pytest.mark.integration

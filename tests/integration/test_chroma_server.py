@@ -14,8 +14,8 @@ import chromadb
 import pytest
 
 from rag.config import RagConfig
-from rag.ingest import Ingestor
-from rag.store import DocumentStore
+from rag.ingest.ingestor import Ingestor
+from rag.index.store import DocumentStore
 from tests import fixtures
 
 pytestmark = pytest.mark.integration

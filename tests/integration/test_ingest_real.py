@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from rag.config import RagConfig
-from rag.ingest import Ingestor
-from rag.pipeline import RetrievalPipeline
+from rag.ingest.ingestor import Ingestor
+from rag.retrieval.pipeline import RetrievalPipeline
 from rag.runtime import build_router
-from rag.store import DocumentStore
+from rag.index.store import DocumentStore
 from tests import fixtures
 from tests.conftest import SHARED_DATA, needs_shared_data
 

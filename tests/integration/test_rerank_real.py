@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from rag.config import RagConfig
-from rag.embedders import build_cross_encoder
-from rag.pipeline import RetrievalPipeline
-from rag.store import DocumentStore
+from rag.models.embedders import build_cross_encoder
+from rag.retrieval.pipeline import RetrievalPipeline
+from rag.index.store import DocumentStore
 from tests.rag.test_pipeline import _load
 
 pytestmark = pytest.mark.integration

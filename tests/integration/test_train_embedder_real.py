@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
-from rag.embedders import SCIFACT_MINILM_FOLDER, build_embedder
-from rag.train_embedder import contrastive_loss, main
+from rag.models.embedders import SCIFACT_MINILM_FOLDER, build_embedder
+from rag.lab.train_embedder import contrastive_loss, main
 
 FACTS = [("Aspirin", "Aspirin lowers the risk of a second stroke."),
          ("Statins", "Statins lower LDL cholesterol in adults."),
@@ -56,4 +56,4 @@ def test_trainer_writes_a_model_that_bundled_minilm_scifact_loads(tmp_path: Path
 def test_a_missing_tuned_model_falls_back_to_the_bundled_one_and_says_why(tmp_path: Path) -> None:
     embedder = build_embedder("bundled:minilm-scifact", models_dir=tmp_path)
     assert embedder.model_id == "minilm-l6-v2"
-    assert "not built" in embedder.fallback_reason and "rag.train_embedder" in embedder.fallback_reason
+    assert "not built" in embedder.fallback_reason and "rag.lab.train_embedder" in embedder.fallback_reason

@@ -8,7 +8,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from rag.answer_eval import (
+from rag.evaluation.answers import (
     contains_answer,
     evaluate_answers,
     exact_match,

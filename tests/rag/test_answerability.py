@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
-from rag.answer import Source
-from rag.answerability import (
+from rag.answer.types import Source
+from rag.answer.gate import (
     NO_WORDS,
     YES_WORDS,
     Gate,
@@ -22,10 +22,10 @@ from rag.answerability import (
     yes_probability,
 )
 from rag.config import RagConfig
-from rag.engine import AnswerEngine
-from rag.ingest import Ingestor
-from rag.llm_embedded import EmbeddedLLM
-from rag.pipeline import RetrievalPipeline
+from rag.answer.engine import AnswerEngine
+from rag.ingest.ingestor import Ingestor
+from rag.models.llm_embedded import EmbeddedLLM
+from rag.retrieval.pipeline import RetrievalPipeline
 from rag.prompts import ABSTAIN_EN, ABSTAIN_ZH, ANSWER_CHECK_LINE
 from tests import fixtures
 from tests.fakes import ScriptedLLM
@@ -176,7 +176,7 @@ def test_embedded_llm_reads_yes_and_no_probability_from_the_logits() -> None:
 
 
 def test_bundled_models_use_their_calibrated_gate_unless_turned_off(config: RagConfig) -> None:
-    from rag.answerability import CALIBRATED_GATES, gate_for
+    from rag.answer.gate import CALIBRATED_GATES, gate_for
 
     small = EmbeddedLLM(LogitLlama({}), model_name="qwen2.5-1.5b-instruct")
     other = EmbeddedLLM(LogitLlama({}), model_name="my-own.gguf")
@@ -188,7 +188,7 @@ def test_bundled_models_use_their_calibrated_gate_unless_turned_off(config: RagC
 
 
 def test_calibration_rows_run_the_gate_only_and_record_both_signals(world) -> None:
-    from rag.gate_calibration import collect
+    from rag.lab.gate_calibration import collect
 
     store, config = world
     llm = ScriptedLLM(replies=["yes", "no"])

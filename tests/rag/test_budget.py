@@ -6,9 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from rag.config import RagConfig
-from rag.engine import AnswerEngine
-from rag.ingest import Ingestor
-from rag.pipeline import RetrievalPipeline
+from rag.answer.engine import AnswerEngine
+from rag.ingest.ingestor import Ingestor
+from rag.retrieval.pipeline import RetrievalPipeline
 from tests import fixtures
 from tests.fakes import ScriptedLLM
 

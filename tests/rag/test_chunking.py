@@ -6,11 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.chunking import chunk_document, heading_paths
+from rag.ingest.chunking import chunk_document, heading_paths
 from rag.config import ChunkingConfig, ConfigError
 from rag.documents import Chunk, Page, ParsedDocument, Section
-from rag.language import TOKEN_RE, count_tokens
-from rag.parsing import parse_file
+from rag.text.language import TOKEN_RE, count_tokens
+from rag.ingest.parse import parse_file
 from tests import fixtures
 
 STRATEGIES = ["recursive", "sentence", "section", "semantic", "parent_child"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer import Source
-from rag.citations import (
+from rag.answer.types import Source
+from rag.answer.citations import (
     best_quote,
     budget_sources,
     build_answer_messages,
@@ -15,7 +15,7 @@ from rag.citations import (
     quote_instructions,
     strip_markers,
 )
-from rag.language import count_tokens
+from rag.text.language import count_tokens
 from rag.prompts import ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT
 
 
@@ -86,7 +86,7 @@ def test_strip_markers() -> None:
 def test_inferred_markers_go_before_the_closing_punctuation_in_both_scripts() -> None:
     from types import SimpleNamespace
 
-    from rag.citations import add_inferred_markers
+    from rag.answer.citations import add_inferred_markers
 
     answer = "RAPT is a tuning method. It was cited [2]. 布洛芬每日最大剂量为1200毫克。"
     citations = [SimpleNamespace(n=1, sentence="RAPT is a tuning method.", inferred=True),

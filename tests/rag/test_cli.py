@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import rag.runtime
-from rag.cli import main
-from rag.embedding_router import EmbedderRouter
+from rag.cli.main import main
+from rag.models.embedding_router import EmbedderRouter
 from tests import fixtures
 from tests.fakes import HashEmbedding
 

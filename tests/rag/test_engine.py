@@ -15,14 +15,14 @@ from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import ToolSelection
 from llama_index.core.llms.callbacks import llm_completion_callback
 
-from rag.answer import ChatTurn
+from rag.answer.types import ChatTurn
 from rag.config import RagConfig
-from rag.engine import AnswerEngine
-from rag.ingest import Ingestor
-from rag.llm_openai import LLMUnavailableError
-from rag.pipeline import RetrievalPipeline
+from rag.answer.engine import AnswerEngine
+from rag.ingest.ingestor import Ingestor
+from rag.models.llm_openai import LLMUnavailableError
+from rag.retrieval.pipeline import RetrievalPipeline
 from rag.prompts import ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, LANGUAGE_LINE, NO_KB_SYSTEM_PROMPT
-from rag.store import DocumentStore
+from rag.index.store import DocumentStore
 from tests import fixtures
 from tests.fakes import ScriptedLLM
 
@@ -234,7 +234,7 @@ def test_uncited_sentence_is_matched_to_its_source(store, docs, small_chunks) ->
 def test_cli_commands_register_with_handlers() -> None:
     import argparse
 
-    from rag.cli_answer import add_commands, cmd_ask, cmd_eval_answers
+    from rag.cli.answer import add_commands, cmd_ask, cmd_eval_answers
 
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command"))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.eval_data import EvalDataset, load_beir, load_csv, load_dataset, load_squad
+from rag.evaluation.datasets import EvalDataset, load_beir, load_csv, load_dataset, load_squad
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 

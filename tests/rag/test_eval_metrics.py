@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from rag.eval_metrics import (aggregate, latency_percentiles, mrr_at_k, ndcg_at_k, per_query, precision_at_k,
+from rag.evaluation.metrics import (aggregate, latency_percentiles, mrr_at_k, ndcg_at_k, per_query, precision_at_k,
                               ranked_ids, recall_at_k)
 
 RANKING = ["d1", "d2", "d3", "d4"]

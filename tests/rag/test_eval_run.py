@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from rag import eval_run
+from rag.evaluation import run as eval_run
 from rag.config import RagConfig
-from rag.embedding_router import EmbedderRouter
-from rag.eval_data import EvalDataset
-from rag.ingest import Ingestor
-from rag.store import DocumentStore
+from rag.models.embedding_router import EmbedderRouter
+from rag.evaluation.datasets import EvalDataset
+from rag.ingest.ingestor import Ingestor
+from rag.index.store import DocumentStore
 from tests import fixtures
 from tests.fixtures import TINY_SQUAD as SQUAD
 

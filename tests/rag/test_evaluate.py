@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from rag.config import RagConfig
-from rag.eval_data import EvalDataset
-from rag.evaluate import all_modes, eval_store, evaluate_grid, format_grid_markdown, mode_settings
-from rag.pipeline import RetrievalPipeline
+from rag.evaluation.datasets import EvalDataset
+from rag.evaluation.retrieval import all_modes, eval_store, evaluate_grid, format_grid_markdown, mode_settings
+from rag.retrieval.pipeline import RetrievalPipeline
 
 CORPUS = {
     "d1": {"title": "Ibuprofen", "text": "Ibuprofen reduces fever and inflammation in adults."},

@@ -5,9 +5,9 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from rag.config import RetrievalConfig
-from rag.fusion import (FusionRetriever, RetrievalError, annotate_node, carry_max_relevance, normalize_scores,
+from rag.retrieval.fusion import (FusionRetriever, RetrievalError, annotate_node, carry_max_relevance, normalize_scores,
                         reciprocal_rank_fusion, weighted_score_fusion)
-from rag.trace import QueryTrace
+from rag.retrieval.trace import QueryTrace
 
 
 def _hit(node_id: str, score: float | None) -> NodeWithScore:

@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from rag.answerability import Gate
-from rag.gate_calibration import auc, fit
+from rag.answer.gate import Gate
+from rag.lab.gate_calibration import auc, fit
 
 
 def _rows(seed: int = 0) -> list[dict]:
@@ -56,7 +56,7 @@ def test_coverage_only_gate_is_a_threshold_on_coverage() -> None:
 
 
 def test_cli_refits_from_saved_rows_and_names_a_missing_dataset(tmp_path, capsys) -> None:
-    from rag.cli import main
+    from rag.cli.main import main
 
     saved = tmp_path / "rows.json"
     saved.write_text(json.dumps({"dataset": "squad", "model": "m", "seed": 1, "rows": _rows()}))

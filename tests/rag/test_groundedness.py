@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rag.answer import Source
-from rag.citations import cited_sentences
-from rag.groundedness import check_groundedness
+from rag.answer.types import Source
+from rag.answer.citations import cited_sentences
+from rag.answer.groundedness import check_groundedness
 from tests.fakes import HashEmbedding, ScriptedLLM
 
 SOURCES = [Source(1, "d:1", "d", "f.pdf", 2, 2, "The maximum daily dose of ibuprofen for adults is 1200 milligrams."),

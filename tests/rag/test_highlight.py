@@ -8,9 +8,9 @@ import pytest
 
 from rag.config import RagConfig
 from rag.documents import Chunk
-from rag.highlight import find_in_text, locate_passage, merge_lines, render_highlighted_page
-from rag.ingest import Ingestor
-from rag.store import DocumentStore
+from rag.answer.highlight import find_in_text, locate_passage, merge_lines, render_highlighted_page
+from rag.ingest.ingestor import Ingestor
+from rag.index.store import DocumentStore
 from tests import fixtures
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rag.config import RagConfig
-from rag.ingest import Ingestor
-from rag.store import INTERRUPTED, DocumentStore
+from rag.ingest.ingestor import Ingestor
+from rag.index.store import INTERRUPTED, DocumentStore
 from tests import fixtures
 
 
@@ -153,10 +153,10 @@ def test_a_process_killed_mid_ingest_leaves_a_consistent_store(config: RagConfig
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from dataclasses import replace
         from rag.config import RagConfig
-        from rag.embedding_router import EmbedderRouter
-        from rag.ingest import Ingestor
-        from rag.keyword_index import KeywordIndex
-        from rag.store import DocumentStore
+        from rag.models.embedding_router import EmbedderRouter
+        from rag.ingest.ingestor import Ingestor
+        from rag.index.keywords import KeywordIndex
+        from rag.index.store import DocumentStore
         from tests.fakes import HashEmbedding
         base = RagConfig()
         config = replace(base, storage=replace(base.storage, data_dir={config.storage.data_dir!r}))
@@ -168,7 +168,7 @@ def test_a_process_killed_mid_ingest_leaves_a_consistent_store(config: RagConfig
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 9, completed.stderr
 
-    from rag.embedding_router import EmbedderRouter
+    from rag.models.embedding_router import EmbedderRouter
     from tests.fakes import HashEmbedding
 
     router = EmbedderRouter(config.embedding, lambda spec: HashEmbedding(model_id="hash-" + spec[-5:]))

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from rag.documents import Chunk
-from rag.keyword_index import KeywordIndex
-from rag.keyword_tokenize import tokenize
+from rag.index.keywords import KeywordIndex
+from rag.text.tokenizer import tokenize
 
 
 def test_tokenizer_stems_english_and_segments_chinese() -> None:
@@ -52,7 +52,7 @@ def test_persists_and_deletes_incrementally(tmp_path: Path) -> None:
 
 
 def test_an_index_saved_with_other_bm25_parameters_is_rebuilt_when_opened(tmp_path: Path, monkeypatch) -> None:
-    import rag.keyword_index as keyword_index
+    import rag.index.keywords as keyword_index
 
     texts = ("aspirin aspirin aspirin aspirin fever", "aspirin fever relief in adults")
     monkeypatch.setattr(keyword_index, "BM25_PARAMS", {"k1": 1.5, "b": 0.75})  # bm25s' own default

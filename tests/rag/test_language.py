@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.language import CJK_RE, cjk_share, count_tokens, detect_language
+from rag.text.language import CJK_RE, cjk_share, count_tokens, detect_language
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,10 @@ from llama_index.core.chat_engine.types import BaseChatEngine, StreamingAgentCha
 from llama_index.core.schema import NodeWithScore
 
 from rag.config import RagConfig
-from rag.engine import AnswerEngine
-from rag.ingest import Ingestor
-from rag.llama_engine import CitewiseChatEngine, CitewiseQueryEngine
-from rag.pipeline import RetrievalPipeline
+from rag.answer.engine import AnswerEngine
+from rag.ingest.ingestor import Ingestor
+from rag.answer.llama_engine import CitewiseChatEngine, CitewiseQueryEngine
+from rag.retrieval.pipeline import RetrievalPipeline
 from tests import fixtures
 from tests.fakes import ScriptedLLM
 

@@ -19,10 +19,10 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
 from rag.config import RagConfig
-from rag.engine import AnswerEngine
-from rag.ingest import Ingestor
-from rag.llm_openai import LLMUnavailableError, OpenAICompatibleLLM
-from rag.pipeline import RetrievalPipeline
+from rag.answer.engine import AnswerEngine
+from rag.ingest.ingestor import Ingestor
+from rag.models.llm_openai import LLMUnavailableError, OpenAICompatibleLLM
+from rag.retrieval.pipeline import RetrievalPipeline
 from tests import fixtures
 from tests.fakes import ScriptedLLM
 

@@ -11,10 +11,10 @@ from typing import Any, Iterator
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
-from rag import llms
+from rag.models import llms
 from rag.config import GenerationConfig, LLMConfig
-from rag.llm_embedded import EmbeddedLLM
-from rag.llm_openai import LLMUnavailableError, OpenAICompatibleLLM
+from rag.models.llm_embedded import EmbeddedLLM
+from rag.models.llm_openai import LLMUnavailableError, OpenAICompatibleLLM
 
 REPLY = ["Paris", " is", " the", " capital", "."]
 

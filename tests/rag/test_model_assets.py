@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rag import model_assets
-from rag.model_assets import (
+from rag.models import assets as model_assets
+from rag.models.assets import (
     GGUF_MODELS,
     GGUFSpec,
     ModelAssetError,

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from rag.documents import ParsedDocument
-from rag.parsing import (
+from rag.ingest.parse import (
     CorruptFileError,
     EmptyDocumentError,
     EncryptedFileError,
@@ -16,7 +16,7 @@ from rag.parsing import (
     parse_bytes,
     parse_file,
 )
-from rag.parsing_errors import sniff_kind
+from rag.ingest.parse_errors import sniff_kind
 from tests import fixtures
 
 

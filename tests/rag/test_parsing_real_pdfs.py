@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from rag.chunking import chunk_document
+from rag.ingest.chunking import chunk_document
 from rag.config import ChunkingConfig
 from rag.documents import ParsedDocument
-from rag.language import count_tokens, detect_language
-from rag.parsing import parse_file
+from rag.text.language import count_tokens, detect_language
+from rag.ingest.parse import parse_file
 
 PDF_ROOT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "pdfs"
 PDFS = sorted(PDF_ROOT.glob("*/*.pdf")) if PDF_ROOT.is_dir() else []

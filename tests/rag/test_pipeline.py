@@ -9,9 +9,9 @@ import pytest
 
 from rag.config import RagConfig
 from rag.documents import Chunk
-from rag.embedding_router import EmbedderRouter
-from rag.pipeline import QueryError, RetrievalPipeline
-from rag.store import DocumentStore
+from rag.models.embedding_router import EmbedderRouter
+from rag.retrieval.pipeline import QueryError, RetrievalPipeline
+from rag.index.store import DocumentStore
 from tests.fakes import HashEmbedding, ScriptedLLM
 
 PASSAGES = {
@@ -171,7 +171,7 @@ def test_context_budget_limits_the_final_nodes_and_says_so(loaded: DocumentStore
     _load(loaded, {"long": [f"{filler} Part {i}." for i in range(3)]})
     tight = config.with_overrides({"generation.max_context_tokens": "64", "retrieval.top_k": "3"})
     result = RetrievalPipeline(loaded).retrieve("ibuprofen dosing adults long passage", tight)
-    from rag.language import count_tokens
+    from rag.text.language import count_tokens
 
     assert len(result.trace.get("final").candidates) == len(result.nodes) == 1
     assert count_tokens(result.nodes[0].node.get_content()) <= 64

@@ -7,7 +7,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, ValidationError
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from rag.postprocessors import (ContextBudgetPostprocessor, CrossEncoderRerankPostprocessor, MMRPostprocessor,
+from rag.retrieval.postprocessors import (ContextBudgetPostprocessor, CrossEncoderRerankPostprocessor, MMRPostprocessor,
                                 SimilarityThresholdPostprocessor)
 
 
@@ -282,7 +282,7 @@ def test_budget_with_custom_counter() -> None:
 
 
 def test_blend_scores_mixes_min_max_normalised_scores() -> None:
-    from rag.postprocessors import blend_scores
+    from rag.retrieval.postprocessors import blend_scores
 
     assert blend_scores([0.0, 10.0, 5.0], [3.0, 1.0, 2.0], 1.0) == [0.0, 1.0, 0.5]
     assert blend_scores([0.0, 10.0, 5.0], [3.0, 1.0, 2.0], 0.0) == [1.0, 0.0, 0.5]

@@ -10,7 +10,7 @@ from llama_index.core.llms import CompletionResponse, CompletionResponseGen, Cus
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from rag.config import QueryConfig
-from rag.query_enhance import HYDE_PROMPT, REWRITE_PROMPT, QueryEnhancer, clean_passage, parse_rewrite
+from rag.retrieval.query_transform import HYDE_PROMPT, REWRITE_PROMPT, QueryEnhancer, clean_passage, parse_rewrite
 
 
 class CannedLLM(CustomLLM):

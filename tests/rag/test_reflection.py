@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from rag.config import RagConfig
-from rag.engine import AnswerEngine
-from rag.ingest import Ingestor
-from rag.pipeline import RetrievalPipeline
-from rag.reflection import expanded_config, parse_grade
-from rag.store import DocumentStore
+from rag.answer.engine import AnswerEngine
+from rag.ingest.ingestor import Ingestor
+from rag.retrieval.pipeline import RetrievalPipeline
+from rag.retrieval.reflection import expanded_config, parse_grade
+from rag.index.store import DocumentStore
 from tests import fixtures
 from tests.fakes import ScriptedLLM
 

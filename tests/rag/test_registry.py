@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from rag.documents import DocumentRecord
-from rag.embed_cache import EmbeddingCache
-from rag.registry import Registry
+from rag.index.embed_cache import EmbeddingCache
+from rag.index.registry import Registry
 
 
 def test_registry_round_trip_and_status_rules(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from rag.trace import STAGE_NAMES, QueryTrace, candidates_from_nodes
+from rag.retrieval.trace import STAGE_NAMES, QueryTrace, candidates_from_nodes
 
 
 def _node(chunk_id: str, score: float | None, page: int = 3) -> NodeWithScore:

@@ -7,9 +7,9 @@ import random
 
 import torch
 
-from rag.eval_data import EvalDataset
-from rag.train_embedder import batches, contrastive_loss, interpolate_weights, keyword_candidates, main
-from rag.train_data import TrainingGroup
+from rag.evaluation.datasets import EvalDataset
+from rag.lab.train_embedder import batches, contrastive_loss, interpolate_weights, keyword_candidates, main
+from rag.lab.train_data import TrainingGroup
 
 
 def _group(query: str, positive: str) -> TrainingGroup:

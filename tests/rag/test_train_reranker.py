@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rag.eval_data import EvalDataset
-from rag.train_data import split_queries, training_groups
-from rag.train_reranker import choose_blend, main
+from rag.evaluation.datasets import EvalDataset
+from rag.lab.train_data import split_queries, training_groups
+from rag.lab.train_reranker import choose_blend, main
 
 
 def test_split_is_reproducible_disjoint_and_sized() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from rag.answer import AnswerResult, Citation, Source
-from rag.transcript import to_json, to_markdown
+from rag.answer.types import AnswerResult, Citation, Source
+from rag.answer.transcript import to_json, to_markdown
 
 
 def _result() -> AnswerResult:

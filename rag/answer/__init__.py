@@ -1,0 +1,1 @@
+"""From passages to a cited answer: the LlamaIndex engine, prompts, citations, verification, highlights."""

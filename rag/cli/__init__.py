@@ -1,0 +1,1 @@
+"""The command lines: `python -m rag` (the app's commands) and what it shares with `python -m rag.lab`."""

@@ -1,0 +1,203 @@
+"""``python -m rag``: ingest, list, search, ask and evaluate, from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from rag.cli.common import LAB_COMMANDS, add_global_options, command_of, configure, forward_to_lab
+from rag.config import RagConfig
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if command_of(argv) in LAB_COMMANDS:
+        return forward_to_lab(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "passes_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.rest = extra
+    config = configure(args)
+    if config is None:
+        return 2
+    return args.handler(args, config)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m rag", description="Citewise document RAG engine",
+                                     epilog="Benchmarks and calibration (bench, calibrate-gate) run as "
+                                            "`python -m rag.lab`; `python -m rag bench ...` forwards there.")
+    add_global_options(parser)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ingest = commands.add_parser("ingest", help="ingest files or folders")
+    ingest.add_argument("paths", nargs="+", type=Path)
+    ingest.add_argument("--json", action="store_true")
+    ingest.set_defaults(handler=_cmd_ingest)
+
+    docs = commands.add_parser("docs", help="list documents")
+    docs.add_argument("--json", action="store_true")
+    docs.set_defaults(handler=_cmd_docs)
+
+    delete = commands.add_parser("delete", help="delete a document and everything stored for it")
+    delete.add_argument("doc_id")
+    delete.set_defaults(handler=_cmd_delete)
+
+    reindex = commands.add_parser("reindex", help="parse, chunk and embed a stored document again")
+    reindex.add_argument("doc_id")
+    reindex.set_defaults(handler=_cmd_reindex)
+
+    search = commands.add_parser("search", help="retrieve passages for a question and show every stage")
+    search.add_argument("question")
+    search.add_argument("--doc", action="append", dest="doc_ids", metavar="ID", help="only these documents")
+    search.add_argument("--json", action="store_true")
+    search.set_defaults(handler=_cmd_search)
+
+    evaluate = commands.add_parser("eval", help="retrieval quality on a benchmark dataset (--help for options)",
+                                   add_help=False)
+    evaluate.set_defaults(handler=_cmd_eval, passes_extra=True)
+
+
+    from rag.cli.answer import add_commands
+
+    add_commands(commands)
+    return parser
+
+
+def _expand(paths: list[Path]) -> list[Path]:
+    from rag.ingest.parse import SUPPORTED_EXTENSIONS
+
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix.lower() in SUPPORTED_EXTENSIONS))
+        else:
+            files.append(path)
+    return files
+
+
+def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
+    from tqdm import tqdm
+
+    from rag.ingest.ingestor import Ingestor
+    from rag.runtime import build_store
+
+    store = build_store(config)
+    ingestor = Ingestor(store, config)
+    results = []
+    for path in _expand(args.paths):
+        with tqdm(total=100, desc=path.name[:40], unit="%", file=sys.stderr, leave=False,
+                  disable=args.json or not sys.stderr.isatty()) as bar:
+            def progress(stage: str, fraction: float, message: str, bar=bar) -> None:
+                bar.set_postfix_str(stage)
+                bar.n = int(_overall(stage, fraction) * 100)
+                bar.refresh()
+
+            result = ingestor.ingest_path(path, progress=progress)
+        results.append(result)
+        if not args.json:
+            detail = (f"{result.pages} pages, {result.chunks} chunks, {result.language}" if result.ok
+                      else result.error)
+            print(f"{result.status:<10} {result.doc_id or '-':<17} {result.file_name}  {detail}")
+    if args.json:
+        print(json.dumps([asdict(r) for r in results], ensure_ascii=False, indent=2))
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+_STAGE_SPAN = {"parse": (0.0, 0.1), "chunk": (0.1, 0.15), "embed": (0.15, 0.9), "store": (0.9, 1.0),
+               "done": (1.0, 1.0)}
+
+
+def _overall(stage: str, fraction: float) -> float:
+    low, high = _STAGE_SPAN.get(stage, (0.0, 1.0))
+    return low + (high - low) * fraction
+
+
+def _cmd_docs(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.runtime import build_store
+
+    records = build_store(config).documents()
+    if args.json:
+        keys = ("doc_id", "file_name", "status", "pages", "chunks", "language", "error")
+        print(json.dumps([{("id" if k == "doc_id" else k): getattr(r, k) for k in keys} for r in records],
+                         ensure_ascii=False, indent=2))
+        return 0
+    if not records:
+        print("no documents")
+    for r in records:
+        print(f"{r.doc_id}  {r.status:<10} {r.pages:>5}p {r.chunks:>6}c {r.language or '-':<3} {r.file_name}"
+              + (f"  ({r.error})" if r.error else ""))
+    return 0
+
+
+def _cmd_delete(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.runtime import build_store
+
+    try:
+        record = build_store(config).delete(args.doc_id)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 1
+    print(f"deleted {record.doc_id} {record.file_name}")
+    return 0
+
+
+def _cmd_reindex(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.ingest.ingestor import Ingestor
+    from rag.runtime import build_store
+
+    store = build_store(config)
+    try:
+        result = Ingestor(store, config).reindex(args.doc_id)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 1
+    print(f"{result.status} {result.doc_id} {result.file_name} {result.error}")
+    return 0 if result.ok else 1
+
+
+def _cmd_search(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.retrieval.pipeline import QueryError
+    from rag.runtime import build_pipeline, build_store
+
+    store = build_store(config)
+    try:
+        result = build_pipeline(config, store).retrieve(args.question, config, doc_ids=args.doc_ids)
+    except QueryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    hits = [{"rank": i, "chunk_id": n.node.node_id, "doc_id": n.node.metadata.get("doc_id"),
+             "file_name": n.node.metadata.get("file_name"), "page": n.node.metadata.get("page_start"),
+             "score": n.score, "relevance": n.node.metadata.get("relevance"), "text": n.node.get_content()}
+            for i, n in enumerate(result.nodes, start=1)]
+    if args.json:
+        print(json.dumps({"query": result.query, "hits": hits, "empty_reason": result.empty_reason,
+                          "details": result.details, "trace": result.trace.to_dict()},
+                         ensure_ascii=False, indent=2, default=str))
+        return 0
+    if not hits:
+        print(result.empty_reason)
+    for hit in hits:
+        text = " ".join(hit["text"].split())
+        print(f"[{hit['rank']}] {hit['file_name']} p.{hit['page']}  score={hit['score']:.4f}  "
+              f"relevance={hit['relevance'] or 0:.3f}\n    {text[:300]}")
+    print("\nstages:")
+    for stage in result.trace.stages:
+        top = ", ".join(f"{c.chunk_id}:{c.score:.3f}" if c.score is not None else c.chunk_id
+                        for c in stage.candidates[:5])
+        reason = f"  [fallback: {stage.fallback_reason}]" if stage.fallback_reason else ""
+        print(f"  {stage.name:<9} {stage.duration_ms:8.1f} ms  {len(stage.candidates):>3} candidates  {top}{reason}")
+        for note in stage.notes:
+            print(f"            {note}")
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.evaluation.retrieval import main as eval_main
+
+    return eval_main(args.rest, config)

@@ -1,0 +1,1 @@
+"""Measuring quality: evaluation sets, metrics, and the runs `rag eval` and the Evaluation page share."""

@@ -1,0 +1,241 @@
+"""Ingestion: a file becomes a registry row, a stored copy, page data, chunk vectors and BM25 entries.
+
+Every failure ends in a specific message and, once a registry row exists, a ``failed`` row; nothing
+stored for other documents is touched. Stage timings are recorded for the ingest benchmark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import shutil
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from llama_index.core.llms import LLM
+
+from rag.ingest.chunking import chunk_document
+from rag.config import RagConfig
+from rag.ingest.metadata import generate_metadata
+from rag.documents import Chunk, DocumentRecord, ParsedDocument
+from rag.index.embed_cache import EmbeddingCache
+from rag.models.embedding_router import model_id_of
+from rag.ingest.parse import SUPPORTED_EXTENSIONS, ParseError, parse_file
+from rag.index.store import DocumentStore
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message)
+_EMBED_PROGRESS_BATCH = 64
+
+
+class IngestError(ValueError):
+    """A file was refused before anything was stored."""
+
+
+@dataclass
+class IngestResult:
+    file_name: str
+    status: str  # completed, failed, duplicate
+    doc_id: str = ""
+    error: str = ""
+    pages: int = 0
+    chunks: int = 0
+    language: str = ""
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+
+def validate_file_name(name: str) -> str:
+    """Reject names that could escape the storage folder or carry markup into the UI."""
+    if not name or not name.strip():
+        raise IngestError("the file has no name")
+    if "/" in name or "\\" in name or "\x00" in name:
+        raise IngestError(f"file name “{name}” contains a path separator; upload the file itself, not a path")
+    if name in (".", "..") or ".." in name:
+        raise IngestError(f"file name “{name}” contains '..'; rename the file")
+    if re.search(r"[<>]", name):
+        raise IngestError(f"file name “{name}” contains HTML characters (< or >); rename the file")
+    if len(name) > 255:
+        raise IngestError("file name is longer than 255 characters; rename the file")
+    if not name.lower().endswith(SUPPORTED_EXTENSIONS):
+        raise IngestError(f"{name}: unsupported file type; supported: {', '.join(SUPPORTED_EXTENSIONS)}")
+    return name.strip()
+
+
+class Ingestor:
+    def __init__(self, store: DocumentStore, config: RagConfig, *, metadata_llm: LLM | None = None) -> None:
+        self.store = store
+        self.config = config
+        self.metadata_llm = metadata_llm
+
+    def ingest_path(self, path: Path, *, progress: Progress | None = None) -> IngestResult:
+        path = Path(path)
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            return IngestResult(path.name, "failed", error=f"cannot read {path}: {exc.strerror}")
+        if size > self._max_bytes:
+            return IngestResult(path.name, "failed", error=self._too_large(path.name, size))
+        return self.ingest_bytes(path.read_bytes(), path.name, progress=progress)
+
+    def ingest_bytes(self, data: bytes, file_name: str, *, progress: Progress | None = None) -> IngestResult:
+        report = progress or (lambda stage, fraction, message: None)
+        try:
+            file_name = validate_file_name(file_name)
+            if len(data) > self._max_bytes:
+                raise IngestError(self._too_large(file_name, len(data)))
+            if not data:
+                raise IngestError(f"{file_name} is empty (0 bytes)")
+        except IngestError as exc:
+            return IngestResult(file_name, "failed", error=str(exc))
+
+        sha256 = hashlib.sha256(data).hexdigest()
+        doc_id = sha256[:16]
+        with self.store.write_lock:
+            existing = self.store.registry.by_sha256(sha256)
+            if existing and existing.status == "completed":
+                return IngestResult(file_name, "duplicate", doc_id=existing.doc_id, pages=existing.pages,
+                                    chunks=existing.chunks, language=existing.language,
+                                    error=f"duplicate: this file is already stored as {existing.file_name!r} "
+                                          f"(id {existing.doc_id}); not stored again")
+            if existing:  # a failed or interrupted earlier attempt: start clean
+                self.store.purge_index_entries(existing.doc_id)
+            folder = self.store.document_dir(doc_id)
+            folder.mkdir(parents=True, exist_ok=True)
+            stored = folder / file_name
+            stored.write_bytes(data)
+            self.store.registry.upsert(DocumentRecord(
+                doc_id=doc_id, file_name=file_name, sha256=sha256, status="pending",
+                file_type=Path(file_name).suffix.lower().lstrip("."), stored_path=str(stored)))
+            return self._process(doc_id, stored, file_name, report)
+
+    def reindex(self, doc_id: str, *, progress: Progress | None = None) -> IngestResult:
+        """Parse, chunk and embed a stored document again with the current config."""
+        with self.store.write_lock:
+            record = self.store.document(doc_id)
+            stored = Path(record.stored_path)
+            if not stored.exists():
+                error = f"the stored copy of {record.file_name} is missing; delete it and upload it again"
+                self.store.registry.update(doc_id, status="failed", error=error)
+                return IngestResult(record.file_name, "failed", doc_id=doc_id, error=error)
+            self.store.purge_index_entries(doc_id)
+            return self._process(doc_id, stored, record.file_name, progress or (lambda *a: None))
+
+    # -- the pipeline -------------------------------------------------------------------------
+
+    def _process(self, doc_id: str, stored: Path, file_name: str, report: Progress) -> IngestResult:
+        registry = self.store.registry
+        registry.update(doc_id, status="processing", error="")
+        timings: dict[str, float] = {}
+        try:
+            started = time.perf_counter()
+            report("parse", 0.0, f"Parsing {file_name}")
+            parsed = parse_file(stored, file_name=file_name)
+            timings["parse"] = time.perf_counter() - started
+
+            started = time.perf_counter()
+            report("chunk", 0.0, f"Chunking {len(parsed.pages)} pages")
+            chunks = self._chunk(parsed, doc_id)
+            if not chunks:
+                raise ParseError(f"{file_name}: no extractable text")
+            timings["chunk"] = time.perf_counter() - started
+
+            started = time.perf_counter()
+            by_model = embed_chunks(self.store, chunks, report=report)
+            timings["embed"] = time.perf_counter() - started
+
+            started = time.perf_counter()
+            report("store", 0.0, "Storing vectors and keywords")
+            self.store.write_chunks(by_model)
+            self.store.write_pages(doc_id, parsed.pages)
+            timings["store"] = time.perf_counter() - started
+
+            language = _dominant_language(chunks)
+            extra = self._metadata(parsed, timings)
+            registry.update(doc_id, status="completed", pages=len(parsed.pages), chunks=len(chunks),
+                            language=language, error="", **extra)
+            report("done", 1.0, f"{file_name}: {len(chunks)} chunks from {len(parsed.pages)} pages")
+            return IngestResult(file_name, "completed", doc_id=doc_id, pages=len(parsed.pages),
+                                chunks=len(chunks), language=language, timings=timings)
+        except Exception as exc:  # noqa: BLE001 - every failure must end in a failed row, not a crash
+            message = str(exc) if isinstance(exc, (ParseError, IngestError)) else f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, (ParseError, IngestError)):
+                logger.exception("ingest of %s failed", file_name)
+            self.store.purge_index_entries(doc_id)
+            registry.update(doc_id, status="failed", error=message, chunks=0)
+            if isinstance(exc, ParseError):  # the bytes are useless; keep the row so the user sees why
+                shutil.rmtree(self.store.document_dir(doc_id), ignore_errors=True)
+            return IngestResult(file_name, "failed", doc_id=doc_id, error=message, timings=timings)
+
+    def _chunk(self, parsed: ParsedDocument, doc_id: str) -> list[Chunk]:
+        embed_fn = None
+        if self.config.chunking.strategy == "semantic":
+            from rag.text.language import detect_language
+
+            embedder = self.store.router.for_language(detect_language(parsed.full_text[:5000]))
+            embed_fn = lambda texts: np.asarray(embedder.get_text_embedding_batch(texts))  # noqa: E731
+        return chunk_document(parsed, doc_id, self.config.chunking, embed_fn=embed_fn)
+
+    def _metadata(self, parsed: ParsedDocument, timings: dict[str, float]) -> dict[str, str]:
+        if not (self.config.metadata.enabled and self.metadata_llm):
+            return {}
+        started = time.perf_counter()
+        extra = generate_metadata(self.metadata_llm, parsed.full_text[: self.config.metadata.max_input_chars])
+        timings["metadata"] = time.perf_counter() - started
+        return extra
+
+    @property
+    def _max_bytes(self) -> int:
+        return int(self.config.storage.max_file_mb * 1024 * 1024)
+
+    def _too_large(self, name: str, size: int) -> str:
+        return (f"{name} is {size / 1024 / 1024:.1f} MB, over the {self.config.storage.max_file_mb:g} MB limit "
+                "(storage.max_file_mb)")
+
+
+def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress | None = None,
+                 cache: EmbeddingCache | None = None) -> dict[str, tuple[list[Chunk], np.ndarray]]:
+    """Embed chunks with the model for their language, through the embedding cache.
+
+    Returns model_id -> (chunks, vectors), ready for ``DocumentStore.write_chunks``.
+
+    Args:
+        store: Supplies the embedder router and, unless ``cache`` is given, the cache.
+        chunks: The chunks to embed.
+        report: Progress callback, called after each batch. Defaults to none.
+        cache: Another embedding cache (benchmarks share one across temporary stores).
+    """
+    cache = cache or store.cache
+    groups: dict[str, list[Chunk]] = defaultdict(list)
+    for chunk in chunks:
+        groups[store.router.spec_for(chunk.language)].append(chunk)
+    done, total = 0, len(chunks)
+    by_model: dict[str, tuple[list[Chunk], np.ndarray]] = {}
+    for spec, group in groups.items():
+        embedder = store.router.for_spec(spec)
+        model_id = model_id_of(embedder)
+        vectors = []
+        for start in range(0, len(group), _EMBED_PROGRESS_BATCH):
+            batch = [c.text for c in group[start:start + _EMBED_PROGRESS_BATCH]]
+            vectors.append(cache.embed(model_id, batch, embedder.get_text_embedding_batch))
+            done += len(batch)
+            if report:
+                report("embed", done / total, f"Embedded {done}/{total} chunks ({model_id})")
+        by_model[model_id] = (group, np.concatenate(vectors))
+    return by_model
+
+
+def _dominant_language(chunks: list[Chunk]) -> str:
+    weights = Counter()
+    for chunk in chunks:
+        weights[chunk.language] += len(chunk.text)
+    return weights.most_common(1)[0][0] if weights else ""

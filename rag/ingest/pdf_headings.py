@@ -1,0 +1,114 @@
+"""Find headings in a PDF that has no outline, from font sizes.
+
+A heading is a short line set noticeably larger than the body font that does not end like a
+sentence. The body font is the size carrying the most characters. Lines that repeat on many pages
+(running headers) are dropped, consecutive heading lines of one block are merged (wrapped titles),
+and the distinct heading sizes, largest first, become levels 1-3.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from rag.documents import ParsedDocument, Section
+from rag.text.language import count_tokens
+
+MIN_RATIO = 1.08  # heading size / body size
+MIN_POINTS = 0.8  # and at least this many points larger
+MAX_TOKENS = 14
+MAX_LEVELS = 3
+_SENTENCE_END_RE = re.compile(r"[.,;:!?，。；：！？、]$")
+_LETTERS_RE = re.compile(r"[^\W\d_]")
+
+
+@dataclass
+class LineInfo:
+    """One text line of a PDF page: where it sits in ``Page.text`` and how it is set."""
+
+    page: int
+    start: int
+    end: int
+    size: float
+    bold: bool
+    block: int
+    text: str = ""
+
+
+def detect_headings(document: ParsedDocument, lines: list[LineInfo]) -> list[Section]:
+    """Sections guessed from font sizes; empty when the document has one uniform size."""
+    body = body_font_size(lines)
+    if body <= 0:
+        return []
+    candidates = [line for line in lines if _looks_like_heading(line, body)]
+    candidates = _drop_repeated(candidates, len(document.pages))
+    merged = _merge_wrapped(candidates)
+    sizes = sorted({round(line.size * 2) / 2 for line, _ in merged}, reverse=True)
+    offsets = document.page_offsets()
+    sections = []
+    for line, title in merged:
+        level = min(sizes.index(round(line.size * 2) / 2) + 1, MAX_LEVELS)
+        sections.append(Section(title=title, level=level, page=line.page,
+                                offset=offsets[line.page - 1] + line.start))
+    return sections
+
+
+def body_font_size(lines: list[LineInfo]) -> float:
+    """The font size (to half a point) that carries the most characters."""
+    weights: Counter[float] = Counter()
+    for line in lines:
+        if line.size > 0:
+            weights[round(line.size * 2) / 2] += line.end - line.start
+    return weights.most_common(1)[0][0] if weights else 0.0
+
+
+def _looks_like_heading(line: LineInfo, body: float) -> bool:
+    text = line.text.strip()
+    if line.size < body * MIN_RATIO or line.size - body < MIN_POINTS:
+        return False
+    if not text or _SENTENCE_END_RE.search(text) or len(_LETTERS_RE.findall(text)) < 2:
+        return False
+    return count_tokens(text) <= MAX_TOKENS
+
+
+def _drop_repeated(lines: list[LineInfo], page_count: int) -> list[LineInfo]:
+    """Running headers repeat on many pages; real headings rarely do."""
+    if page_count < 4:
+        return lines
+    pages_per_text: dict[str, set[int]] = {}
+    for line in lines:
+        pages_per_text.setdefault(line.text.strip().lower(), set()).add(line.page)
+    return [line for line in lines if len(pages_per_text[line.text.strip().lower()]) < 3]
+
+
+def _merge_wrapped(lines: list[LineInfo]) -> list[tuple[LineInfo, str]]:
+    """Join consecutive heading lines of one block and one size into one title."""
+    merged: list[tuple[LineInfo, str]] = []
+    previous: LineInfo | None = None
+    for line in lines:
+        text = " ".join(line.text.split())
+        if (previous and merged and previous.page == line.page and previous.block == line.block
+                and abs(previous.size - line.size) < 0.25):
+            first, title = merged[-1]
+            merged[-1] = (first, f"{title} {text}")
+        else:
+            merged.append((line, text))
+        previous = line
+    return merged
+
+
+def first_page_title(lines: list[LineInfo]) -> str:
+    """The largest text on page 1 when it clearly stands out from the body (a paper's title)."""
+    body = body_font_size(lines)
+    first = [line for line in lines if line.page == 1 and line.text.strip()]
+    if body <= 0 or not first:
+        return ""
+    top = max(first, key=lambda line: line.size)
+    if top.size < body * 1.25:
+        return ""
+    title_lines = [line for line in first if line.block == top.block and abs(line.size - top.size) < 0.25]
+    title = " ".join(" ".join(line.text.split()) for line in title_lines)
+    if count_tokens(title) > 30 or len(_LETTERS_RE.findall(title)) < 2:
+        return ""
+    return title

@@ -1,0 +1,3 @@
+from rag.lab.cli import main
+
+raise SystemExit(main())

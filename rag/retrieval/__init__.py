@@ -1,0 +1,1 @@
+"""From a question to ranked passages: retrievers, fusion, postprocessors, query transforms and the trace."""
