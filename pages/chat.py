@@ -49,7 +49,7 @@ for i, message in enumerate(messages):
             st.error(message["error"])
             continue
         st.markdown(message["content"])
-        render_result(message["result"], store, key=f"chat_msg_{i}", draft=message.get("draft", ""))
+        render_result(message["result"], store, key=f"chat_msg_{i}")
 
 question = st.chat_input("Ask about your documents")
 if question:
@@ -61,8 +61,7 @@ if question:
         outcome = stream_answer(config, question, history=history, doc_ids=(chosen or None) if use_kb else None,
                                 use_knowledge_base=use_kb)
     if outcome.result is not None:
-        messages.append({"role": "assistant", "content": outcome.result.answer, "result": outcome.result,
-                         "draft": outcome.draft})
+        messages.append({"role": "assistant", "content": outcome.result.answer, "result": outcome.result})
     else:
         messages.append({"role": "assistant", "content": "", "error": outcome.error})
     st.rerun()  # redraw from history: citation viewer, trace, and up-to-date export buttons

@@ -132,7 +132,7 @@ def _models(settings_config):
     from ui.resources import get_engine, get_reranker
 
     wants_llm = load_llm and (settings_config.query.rewrite or settings_config.query.hyde)
-    llm = get_engine(settings_config).pipeline.llm if wants_llm else None
+    llm = get_engine(settings_config).llm if wants_llm else None
     return llm, get_reranker(settings_config)
 
 

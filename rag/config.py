@@ -19,6 +19,7 @@ import yaml
 
 ChunkStrategy = Literal["recursive", "sentence", "section", "semantic", "parent_child"]
 FusionMode = Literal["rrf", "weighted"]
+RetrievalSources = Literal["hybrid", "vector", "keyword"]
 ReflectionStrategy = Literal["expand", "rewrite", "both"]
 LLMBackend = Literal["embedded", "openai"]
 ChromaMode = Literal["embedded", "server"]
@@ -75,7 +76,7 @@ class RetrievalConfig:
     top_k: int = 5
     candidate_k: int = 30
     similarity_threshold: float = 0.0
-    hybrid: bool = True
+    sources: RetrievalSources = "hybrid"  # which first-stage retrievers run: both, or one alone
     # defaults from measurement (README, "Retrieval quality"): min-max weighted fusion leaning on
     # BM25 beat RRF at any k and weight on SQuAD, SciFact and CMRC2018
     fusion: FusionMode = "weighted"
@@ -338,6 +339,7 @@ def _merge(config: RagConfig, nested: Mapping[str, Any]) -> RagConfig:
             raise ConfigError(f"{section_name}: unknown config section (known: {', '.join(sections)})")
         if not isinstance(values, Mapping):
             raise ConfigError(f"{section_name}: expected a mapping of fields")
+        values = _migrate(section_name, values)
         section = changes.get(section_name, getattr(config, section_name))
         hints = typing.get_type_hints(type(section))
         section_fields = {f.name for f in fields(section)}
@@ -348,6 +350,15 @@ def _merge(config: RagConfig, nested: Mapping[str, Any]) -> RagConfig:
             coerced[name] = _coerce(f"{section_name}.{name}", value, hints[name])
         changes[section_name] = replace(section, **coerced)
     return replace(config, **changes)
+
+
+def _migrate(section_name: str, values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Settings saved before a field was renamed: ``retrieval.hybrid`` (bool) became ``retrieval.sources``."""
+    if section_name == "retrieval" and "hybrid" in values and "sources" not in values:
+        values = dict(values)
+        hybrid = _coerce("retrieval.hybrid", values.pop("hybrid"), bool)
+        values["sources"] = "hybrid" if hybrid else "vector"
+    return values
 
 
 def _coerce(key: str, value: Any, hint: Any) -> Any:

@@ -30,7 +30,8 @@ CURRENT_FILE = ".current.yaml"
 
 BUILTIN_PRESETS: dict[str, dict[str, Any]] = {
     "Default": {},
-    "Vector only": {"retrieval.hybrid": False},
+    "Vector only": {"retrieval.sources": "vector"},
+    "Keyword only (BM25)": {"retrieval.sources": "keyword"},
     "Hybrid RRF": {"retrieval.fusion": "rrf", "retrieval.vector_weight": 0.5, "retrieval.keyword_weight": 0.5},
     "Diverse (MMR)": {"mmr.enabled": True, "mmr.lambda_mult": 0.5, "retrieval.top_k": 6},
     "Careful (reflection)": {"reflection.enabled": True, "reflection.min_score": 7, "reflection.max_rounds": 2},

@@ -1,5 +1,5 @@
 """Showing one answer: streaming it, its sources, the citation viewer with the highlighted page,
-reflection scores and groundedness flags. Shared by the Chat and Compare pages.
+reflection's context grades and groundedness flags. Shared by the Chat and Compare pages.
 
 Document text (sources, quotes) is data: it goes through ``st.text`` or escaped Markdown, never HTML.
 The answer itself is the model's Markdown, which Streamlit renders without HTML.
@@ -35,28 +35,30 @@ def pages_label(start: int, end: int) -> str:
 
 @dataclass
 class Outcome:
-    """One attempt to answer: the result, the streamed draft, or why there is no answer."""
+    """One attempt to answer: the result, or why there is no answer."""
 
     result: AnswerResult | None = None
-    draft: str = ""
     error: str = ""
 
 
 def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTurn] = (),
                   doc_ids: Sequence[str] | None = None, use_knowledge_base: bool = True,
                   marks: dict[str, str] | None = None) -> Outcome:
-    """Retrieve, show the sources at once, stream the answer, then finish it (reflection, citations).
+    """Retrieve (and reflect, when on), show the sources at once, stream the answer, then finish it
+    (citations, highlights, groundedness).
 
     Errors are shown with ``st.error`` and returned in ``Outcome.error``; nothing raises.
     """
     from rag.models.llm_openai import LLMUnavailableError
-    from rag.retrieval.pipeline import QueryError
+    from rag.retrieval.query import QueryError
 
     try:
-        label = "Searching your documents…" if use_knowledge_base else "Preparing the answer…"
+        label = "Preparing the answer…" if not use_knowledge_base else (
+            "Searching your documents and grading what was found (reflection)…" if config.reflection.enabled
+            else "Searching your documents…")
         with st.status(label, expanded=False) as status:
             engine = get_engine(config)
-            stream = engine.stream(question, config, history=history, doc_ids=doc_ids,
+            stream = engine.stream(question, history=history, doc_ids=doc_ids,
                                    use_knowledge_base=use_knowledge_base)
             found = f"{len(stream.sources)} sources found" if use_knowledge_base else "Knowledge base off"
             status.update(label=found, state="complete")
@@ -72,10 +74,8 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
     try:
         # write_stream calls iter() once to test the argument and again to loop, and an AnswerStream
         # can be iterated only once: hand it the token generator itself
-        draft = st.write_stream(iter(stream))
-        finishing = ("Grading the answer and retrying if it is weak (reflection)…"
-                     if config.reflection.enabled and stream.sources else "Checking citations…")
-        with st.spinner(finishing):
+        st.write_stream(iter(stream))
+        with st.spinner("Checking citations…"):
             result = stream.result()
     except Exception as exc:  # noqa: BLE001
         logger.exception("answering failed while streaming")
@@ -83,7 +83,7 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
     result.trace["settings"] = settings_summary(config)  # what produced this answer, for the trace and exports
     if result.error:
         st.error(result.error)
-    return Outcome(result=result, draft=draft if isinstance(draft, str) else stream.text)
+    return Outcome(result=result)
 
 
 def _failed(message: str) -> Outcome:
@@ -108,16 +108,12 @@ def source_line(source: Source, marks: dict[str, str] | None = None) -> str:
             f"{pages_label(source.page_start, source.page_end)}{score}{badge}")
 
 
-def render_result(result: AnswerResult, store: Any, *, key: str, draft: str = "",
-                  marks: dict[str, str] | None = None) -> None:
+def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str, str] | None = None) -> None:
     """Everything under an answer: flags, reflection, sources, the citation viewer and the trace."""
     if result.error:
         st.error(result.error)
     if result.fallback_reason:
         st.warning(result.fallback_reason)
-    if draft and draft.strip() != result.answer:
-        with st.expander("First draft (replaced after reflection)"):
-            st.markdown(draft)
     render_groundedness(result)
     render_reflection(result)
     if result.sources:
@@ -151,13 +147,14 @@ def render_reflection(result: AnswerResult) -> None:
         return
     kept = next((r for r in rounds if r.get("selected")), rounds[-1])
     score = "unscored" if kept.get("score") is None else f"{kept['score']:g}/10"
-    st.caption(f":material/rate_review: Reflection score {score} (round {kept['round']} of {len(rounds)} kept)")
+    st.caption(f":material/rate_review: Context graded {score} by reflection (round {kept['round']} of "
+               f"{len(rounds)} kept)")
     with st.expander("Reflection rounds"):
         import pandas as pd
 
         st.dataframe(pd.DataFrame([{
-            "round": r["round"], "strategy": r["strategy"], "score": r.get("score"), "kept": bool(r.get("selected")),
-            "top_k": r.get("top_k"), "query": r.get("query", ""), "reason": r.get("reason", ""),
+            "round": r["round"], "score": r.get("score"), "kept": bool(r.get("selected")),
+            "widening": r.get("expansion", 0), "search query": r.get("query", ""), "reason": r.get("reason", ""),
         } for r in rounds]), hide_index=True, width="stretch")
 
 

@@ -27,7 +27,7 @@ CURRENT = "Current settings"
 # (dotted field, label, kind, options) for the knobs editable in place
 KNOBS: list[tuple[str, str, str, Any]] = [
     ("retrieval.top_k", "Top-k", "int", (1, 100)),
-    ("retrieval.hybrid", "Hybrid (vector + BM25)", "bool", None),
+    ("retrieval.sources", "Retrievers", "choice", ("hybrid", "vector", "keyword")),
     ("retrieval.fusion", "Fusion", "choice", ("weighted", "rrf")),
     ("retrieval.vector_weight", "Vector weight", "float", (0.0, 1.0)),
     ("retrieval.keyword_weight", "Keyword weight", "float", (0.0, 1.0)),

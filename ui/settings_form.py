@@ -46,8 +46,8 @@ KNOBS: dict[str, Knob] = {
                                   "Candidates each retriever returns before fusion; must be >= top-k."),
     "retrieval.similarity_threshold": Knob("Similarity threshold", "slider", 0.0, 1.0, 0.01,
                                            "Drop passages whose relevance is below this (0 keeps all)."),
-    "retrieval.hybrid": Knob("Hybrid search (vector + keyword)", "toggle",
-                             help="Off: vector search only."),
+    "retrieval.sources": Knob("Retrievers", "select",
+                              help="hybrid: vector + keyword search fused; vector or keyword: that one alone."),
     "retrieval.short_query_tokens": Knob("Keyword-only below (query tokens)", "number", 0, 20, 1,
                                          "Queries this short search by keywords only."),
     "retrieval.fusion": Knob("Fusion mode", "select", help="weighted: min-max weighted scores; rrf: reciprocal rank."),
@@ -117,7 +117,7 @@ KNOBS: dict[str, Knob] = {
 # UI sections in display order; "<section>.*" takes that config section's remaining fields
 LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Retrieval", ("retrieval.top_k", "retrieval.candidate_k", "retrieval.similarity_threshold",
-                   "retrieval.hybrid", "retrieval.short_query_tokens")),
+                   "retrieval.sources", "retrieval.short_query_tokens")),
     ("Fusion", ("retrieval.fusion", "retrieval.vector_weight", "retrieval.keyword_weight",
                 "retrieval.phrase_weight", "retrieval.rrf_k", "retrieval.*")),
     ("Rerank", ("rerank.*",)),

@@ -162,12 +162,11 @@ def _cmd_reindex(args: argparse.Namespace, config: RagConfig) -> int:
 
 
 def _cmd_search(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.retrieval.pipeline import QueryError
-    from rag.runtime import build_pipeline, build_store
+    from rag.retrieval.query import QueryError
+    from rag.runtime import build_engine
 
-    store = build_store(config)
     try:
-        result = build_pipeline(config, store).retrieve(args.question, config, doc_ids=args.doc_ids)
+        result = build_engine(config, with_llm=False).search(args.question, doc_ids=args.doc_ids)
     except QueryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

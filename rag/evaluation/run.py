@@ -32,8 +32,9 @@ from rag.config import DEFAULT_HOME, RagConfig
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT, NAMED_DATASETS, EvalDataset, load_dataset
 from rag.evaluation.metrics import aggregate, latency_percentiles, per_query
 from rag.evaluation.retrieval import EVAL_DEPTH, LLM_SAMPLE, eval_store, mode_settings
-from rag.retrieval.pipeline import QueryError, RetrievalPipeline
+from rag.answer.engine import CitewiseQueryEngine
 from rag.index.store import DocumentStore
+from rag.retrieval.query import QueryError
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
                  progress: Progress | None = None) -> EvalRun:
     """Evaluate ``config`` on ``dataset`` over ``store``; rankings go 20 deep.
 
-    A fresh pipeline is used, so no result cached by an earlier run shortens a latency; one
+    A fresh engine is assembled, so no result cached by an earlier run shortens a latency; one
     untimed warm-up query loads the models first.
 
     Args:
@@ -174,11 +175,12 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
         label: Shown next to the numbers.
         limit: Ask a reproducible random sample of this many questions. Defaults to all. Settings
             that need the LLM (query rewrite, HyDE) are capped at 50 questions, as in the CLI.
-        llm: The LLM for query rewrite / HyDE; without it those stages fall back and say so.
+        llm: The ``LLMRunner`` for query rewrite / HyDE / reflection; without it those stages fall back
+            and say so.
         reranker: The cross-encoder when rerank is on.
         progress: Called with (fraction, message) after each question.
     """
-    run_config, sources, _ = mode_settings("default", config)
+    run_config, _ = mode_settings("default", config)
     notes: list[str] = []
     needs_llm = config.query.rewrite or config.query.hyde
     if needs_llm and llm is not None and (limit is None or limit > LLM_SAMPLE):
@@ -197,8 +199,8 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
     if len(questions) < len(dataset.queries):
         notes.append(f"{len(dataset.queries) - len(questions)} empty question(s) count as misses")
     if questions:  # load the embedders outside the timed loop
-        RetrievalPipeline(store, llm=llm, reranker=reranker).retrieve(questions[0][1], run_config, sources=sources)
-    pipeline = RetrievalPipeline(store, llm=llm, reranker=reranker)
+        CitewiseQueryEngine.from_config(run_config, store, llm, reranker=reranker).search(questions[0][1])
+    engine = CitewiseQueryEngine.from_config(run_config, store, llm, reranker=reranker)
     runs: dict[str, list[str]] = {}
     latencies: list[float] = []
     fallbacks: dict[str, int] = {}
@@ -206,7 +208,7 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
     for number, (qid, question) in enumerate(questions, start=1):
         started = time.perf_counter()
         try:
-            result = pipeline.retrieve(question, run_config, sources=sources)
+            result = engine.search(question)
         except QueryError:  # e.g. over the length limit: a miss, not a crashed run
             rejected += 1
             continue
@@ -231,7 +233,7 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
     if top_k > EVAL_DEPTH:
         notes.append(f"top-k is {top_k}; rankings are cut at {EVAL_DEPTH}, so recall@top_k is recall@{EVAL_DEPTH}")
     if rejected:
-        notes.append(f"{rejected} question(s) were rejected by the pipeline (too long) and count as misses")
+        notes.append(f"{rejected} question(s) were rejected (too long) and count as misses")
     if fallbacks:
         notes.append("degraded stages: " + ", ".join(f"{stage} x{count}" for stage, count in fallbacks.items()))
     return EvalRun(label=label, dataset=dataset.name, n_queries=len(dataset.queries),

@@ -20,17 +20,16 @@ from rag.config import load_config
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT, load_dataset
 from rag.evaluation.metrics import aggregate
 from rag.evaluation.retrieval import eval_store
-from rag.retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
-from rag.retrieval.retrievers import KeywordRetriever, QueryEmbeddingCache, VectorRetriever, prime_query_cache
+from rag.retrieval.fusion_scores import reciprocal_rank_fusion, weighted_score_fusion
+from rag.retrieval.retrievers import KeywordRetriever, VectorRetriever
 from rag.runtime import build_router
 
 DEPTH = 50
 
 
 def candidate_lists(dataset, store) -> dict[str, tuple[list[tuple[str, float]], list[tuple[str, float]]]]:
-    cache = QueryEmbeddingCache(size=len(dataset.queries) + 10)
-    prime_query_cache(cache, store.router, store.vectors.model_ids(), list(dataset.queries.values()))
-    vector = VectorRetriever(store.vectors, store.router, top_k=DEPTH, cache=cache)
+    store.router.prime_queries(store.vectors.model_ids(), list(dataset.queries.values()))
+    vector = VectorRetriever(store.vectors, store.router, top_k=DEPTH)
     keyword = KeywordRetriever(store.keywords, top_k=DEPTH)
     lists = {}
     for i, (qid, query) in enumerate(dataset.queries.items()):

@@ -182,7 +182,7 @@ def test_query_and_llm_errors_show_a_message_not_a_traceback(app: AppTest, monke
     assert any("limit is 4,000" in e.value for e in app.error)
 
     broken = BrokenLLM()
-    monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config: LLMHandle(broken, "embedded", "broken"))
+    monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config, **_: LLMHandle(broken, "embedded", "broken"))
     st.cache_resource.clear()
     ask(app)
     assert not app.exception
@@ -206,7 +206,7 @@ def test_a_settings_change_reaches_the_llm_without_reloading_it(app: AppTest, mo
     tunable = TunableLLM(replies=[ANSWER], used=[])
     loads = []
     monkeypatch.setattr(rag.runtime, "build_llm_handle",
-                        lambda config: loads.append(config.llm) or LLMHandle(tunable, "embedded", "tunable"))
+                        lambda config, **_: loads.append(config.llm) or LLMHandle(tunable, "embedded", "tunable"))
     ingest(fixtures.make_english_pdf(tmp_path))
     app.run()
     ask(app)
@@ -215,7 +215,9 @@ def test_a_settings_change_reaches_the_llm_without_reloading_it(app: AppTest, mo
 
     config = app.session_state["settings_config"]
     engine = get_engine(config)
-    assert get_engine(config.with_overrides({"retrieval.top_k": 2, "mmr.enabled": True})) is engine
+    other = get_engine(config.with_overrides({"retrieval.top_k": 2, "mmr.enabled": True}))
+    assert other is not engine and other.retrieval.stage_names == ["mmr", "final"]  # assembled for its settings
+    assert other.llm.llm is engine.llm.llm and other.store is engine.store  # around the same loaded models
     app.session_state["settings_config"] = config.with_overrides({"generation.temperature": 0.7,
                                                                    "generation.max_answer_tokens": 99})
     ask(app, "How many milligrams per day?")

@@ -31,7 +31,7 @@ def test_two_presets_answer_side_by_side_with_differing_sources_marked(app: AppT
     app.selectbox(key="compare_B_preset").set_value("Vector only").run()
     app.number_input(key="compare_B_Vector only_retrieval.top_k").set_value(2).run()
     differences = app.dataframe[0].value
-    assert set(differences["setting"]) == {"retrieval.hybrid", "retrieval.top_k"}
+    assert set(differences["setting"]) == {"retrieval.sources", "retrieval.top_k"}
 
     app.text_input(key="compare_question").set_value(QUESTION)
     next(b for b in app.button if b.label == "Compare").click().run()
@@ -67,13 +67,13 @@ def test_reflection_preset_shows_its_score(app: AppTest, llm: RoutedLLM, tmp_pat
     b = app.session_state["compare_results"]["B"]["result"]
     a = app.session_state["compare_results"]["A"]["result"]
     assert a.reflection == []  # A (current settings) does not reflect
-    # B's draft is graded once (8.75 from the scripted grade clears min_score 7, so no second round)
-    assert [(r["round"], r["score"], r["selected"]) for r in b.reflection] == [(1, 8.75, True)]
-    assert any("Reflection score 8.75/10 (round 1 of 1 kept)" in c.value
+    # B's context is graded once (8.67 from the scripted grade clears min_score 7, so no second round)
+    assert [(r["round"], r["score"], r["selected"]) for r in b.reflection] == [(1, 8.67, True)]
+    assert any("Context graded 8.67/10 by reflection (round 1 of 1 kept)" in c.value
                for c in side(app, "B · Careful (reflection)").caption)
-    assert not any("Reflection score" in c.value for c in side(app, "A · Current settings").caption)
+    assert not any("graded" in c.value for c in side(app, "A · Current settings").caption)
     summary = next(d.value for d in app.dataframe if "reflection score" in d.value.index)
-    assert summary.loc["reflection score", "B"] == 8.75
+    assert summary.loc["reflection score", "B"] == 8.67
 
 
 def test_invalid_edit_shows_an_error_and_disables_compare(app: AppTest, tmp_path: Path) -> None:

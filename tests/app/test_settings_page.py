@@ -60,9 +60,9 @@ def test_every_tunable_field_has_one_widget_in_the_form(app: AppTest) -> None:
     for label in ("Top-k", "Candidate-k", "Similarity threshold", "MMR lambda", "Vector weight", "Keyword weight",
                   "Rerank top-n", "Reflection min score", "Reflection rounds", "Temperature"):
         _widget(app, "slider", label)
-    for label in ("Hybrid search (vector + keyword)", "MMR", "Rerank", "Query rewrite", "HyDE", "Reflection"):
+    for label in ("MMR", "Rerank", "Query rewrite", "HyDE", "Reflection"):
         _widget(app, "toggle", label)
-    for label in ("Fusion mode", "Reflection strategy", "Chunking strategy", "LLM backend", "Embedded model"):
+    for label in ("Retrievers", "Fusion mode", "Reflection strategy", "Chunking strategy", "LLM backend", "Embedded model"):
         _widget(app, "selectbox", label)
     assert _widget(app, "selectbox", "Embedded model").options == ["qwen2.5-1.5b-instruct", "qwen2.5-0.5b-instruct"]
     assert _widget(app, "slider", "Top-k").value == 5
@@ -113,14 +113,14 @@ def test_presets_save_load_delete_and_builtins_are_read_only(app: AppTest, data_
     _widget(app, "selectbox", "Preset").set_value("Vector only").run()
     assert _widget(app, "button", "Delete preset").disabled
     _click(app, "Load preset")
-    assert _widget(app, "toggle", "Hybrid search (vector + keyword)").value is False
+    assert _widget(app, "selectbox", "Retrievers").value == "vector"
     assert _widget(app, "slider", "Top-k").value == 5  # built-ins apply over the defaults
-    assert _applied(app).retrieval.hybrid is False
+    assert _applied(app).retrieval.sources == "vector"
 
     _widget(app, "selectbox", "Preset").set_value("my tune")
     _click(app, "Load preset")
     assert _widget(app, "slider", "Top-k").value == 12
-    assert _widget(app, "toggle", "Hybrid search (vector + keyword)").value is True
+    assert _widget(app, "selectbox", "Retrievers").value == "hybrid"
 
     _widget(app, "text_input", "Preset name").set_value("Default")
     _click(app, "Save preset")

@@ -63,3 +63,12 @@ def test_bad_yaml_is_a_config_error(tmp_path: Path) -> None:
     path.write_text("retrieval: [1, 2")
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(path, env={})
+
+
+def test_settings_saved_before_retrieval_sources_existed_still_load(tmp_path: Path) -> None:
+    old = tmp_path / "old.yaml"
+    old.write_text("retrieval:\n  hybrid: false\n  top_k: 4\n", encoding="utf-8")
+    assert load_config(old, env={}).retrieval.sources == "vector"
+    assert RagConfig().with_overrides({"retrieval.hybrid": "true"}).retrieval.sources == "hybrid"
+    with pytest.raises(ConfigError, match="retrieval.sources"):
+        RagConfig().with_overrides({"retrieval.sources": "both"})

@@ -26,7 +26,8 @@ def test_saved_preset_round_trips_every_tunable_field_and_keeps_storage(tmp_path
 
 def test_builtins_apply_and_cannot_be_overwritten_or_deleted(tmp_path: Path) -> None:
     store = PresetStore(tmp_path)
-    assert store.load("Vector only", RagConfig()).retrieval.hybrid is False
+    assert store.load("Vector only", RagConfig()).retrieval.sources == "vector"
+    assert store.load("Keyword only (BM25)", RagConfig()).retrieval.sources == "keyword"
     with pytest.raises(PresetError, match="built-in"):
         store.save("Default", RagConfig())
     with pytest.raises(PresetError, match="built-in"):
