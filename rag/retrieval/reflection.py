@@ -26,7 +26,7 @@ from llama_index.core.llms import LLM
 
 from rag.answer.types import Source
 from rag.answer.citations import format_sources
-from rag.config import RagConfig
+from rag.config import MAX_CANDIDATES, MAX_CONTEXT_TOKENS, RagConfig
 from rag.prompts import REFLECTION_PROMPT, REWRITE_PROMPT
 
 logger = logging.getLogger(__name__)
@@ -99,11 +99,14 @@ def rewrite_query(llm: LLM, question: str) -> str:
 
 
 def expanded_config(config: RagConfig, retry: int) -> RagConfig:
-    """``retry``-th expansion (1-based): top-k and candidates grow, and so does the context budget."""
+    """``retry``-th expansion (1-based): top-k and candidates grow, and so does the context budget.
+
+    Growth stops at each setting's ceiling (``rag.config``), since a config outside its bounds cannot be built.
+    """
     r, g = config.retrieval, config.generation
     top_k = min(100, r.top_k * (1 + retry))
-    candidate_k = max(r.candidate_k * (2 ** retry), top_k)
-    budget = int(g.max_context_tokens * (1 + 0.5 * retry))
+    candidate_k = min(MAX_CANDIDATES, max(r.candidate_k * (2 ** retry), top_k))
+    budget = min(MAX_CONTEXT_TOKENS, int(g.max_context_tokens * (1 + 0.5 * retry)))
     return replace(config, retrieval=replace(r, top_k=top_k, candidate_k=candidate_k),
                    generation=replace(g, max_context_tokens=budget))
 
