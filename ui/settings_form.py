@@ -153,7 +153,7 @@ def knob_for(config: RagConfig, dotted: str) -> Knob:
 
 def help_text(spec: SettingSpec) -> str:
     """The spec's help, with its range for numbers (a number box does not show it)."""
-    bounds = f" Range: {spec.bounds()}." if spec.minimum is not None else ""
+    bounds = f" Must be {spec.bounds()}." if spec.minimum is not None else ""
     return spec.help + bounds
 
 

@@ -3,9 +3,10 @@
 Config files, saved and uploaded presets and the remembered settings are all small
 ``section: {field: value}`` mappings, so anything else is refused before it is built: more than
 ``YAML_MAX_BYTES``, text that is not UTF-8, nesting deeper than a config ever needs, and any anchor or
-alias. Aliases are refused outright rather than counted, because a few hundred bytes of them
-("billion laughs") expand into billions of values the moment anything walks the result; the check
-reads parser events only, so it costs one linear pass and nothing is ever expanded.
+alias, and more values than a settings file holds. Aliases are refused outright rather than counted,
+because a few hundred bytes of them ("billion laughs") expand into billions of values the moment
+anything walks the result; the check reads parser events only and stops early, so nothing is ever
+expanded and no file costs more than a few milliseconds.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 YAML_MAX_BYTES = 64 * 1024  # a full preset is about 2 KB
 MAX_DEPTH = 6  # file -> section -> field is 2; a little room for a wrong but harmless shape
+MAX_EVENTS = 2000  # a file setting every field is about 170 parser events; bounds the time any file costs
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _OPENING = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSING = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
@@ -76,7 +78,10 @@ def _too_large(origin: str, size: int) -> str:
 
 def _check_events(text: str, origin: str) -> None:
     depth = 0
-    for event in yaml.parse(text, Loader=_Loader):
+    for count, event in enumerate(yaml.parse(text, Loader=_Loader)):
+        if count > MAX_EVENTS:
+            raise ConfigError(f"{origin}: holds more values than a settings file ever does (line "
+                              f"{event.start_mark.line + 1})")
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise ConfigError(f"{origin}: YAML anchors and aliases are not allowed (line "
                               f"{event.start_mark.line + 1}); write each value out")

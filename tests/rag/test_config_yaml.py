@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rag.config import YAML_MAX_BYTES, ConfigError, RagConfig, load_config, parse_yaml, read_yaml
 from rag.presets import PresetError, PresetStore
@@ -87,3 +88,15 @@ def test_a_normal_file_and_an_empty_one_still_read(tmp_path: Path) -> None:
     assert read_yaml(path) == {}
     with pytest.raises(ConfigError, match="not valid UTF-8"):
         parse_yaml(b"\xff\xfe retrieval", "upload.yaml")
+
+
+def test_more_values_or_deeper_nesting_than_a_settings_file_has_are_refused() -> None:
+    dense = "llm:\n  model: [" + ",".join(["a"] * 20_000) + "]\n"
+    assert len(dense.encode()) < YAML_MAX_BYTES
+    with pytest.raises(ConfigError, match="more values than a settings file ever does"):
+        parse_yaml(dense, "dense.yaml")
+    deep = "llm:\n  model: " + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(ConfigError, match="nested deeper than a settings file ever is"):
+        parse_yaml(deep, "deep.yaml")
+    every_field = RagConfig().to_dict()
+    assert parse_yaml(yaml.safe_dump(every_field), "full.yaml") == every_field  # a real file stays well inside
