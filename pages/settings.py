@@ -1,8 +1,8 @@
 """Settings: every knob of the config, named presets, reset, and re-indexing after chunking changes.
 
 A preset (uploaded or saved) is applied without the LLM endpoint fields it would change; those wait,
-with the host they would send questions and the key to, for "Confirm LLM endpoint". Everything a file
-or the user supplied is shown as plain text, never as markup.
+with the host they would send questions and the key to, for "Confirm LLM endpoint". Whatever a file
+supplied (its name, values, the errors quoting them) is shown as plain text, never as markup.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def preset_base():
 
 
 st.title("Settings")
-st.caption("Applied settings are used by Chat, Compare and Evaluation, and are remembered across reloads.")
+st.caption("Applied settings are used by Chat, Compare and Evaluation, and are remembered across reloads, except "
+           "the LLM endpoint: each new session starts from the server's configured one.")
 if CONFIG_NOTICE_KEY in st.session_state:
     st.warning(escape_markdown(st.session_state.pop(CONFIG_NOTICE_KEY)))
 if FLASH_KEY in st.session_state:
