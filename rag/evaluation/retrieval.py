@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rag.config import DEFAULT_HOME, RagConfig
+from rag.config import DEFAULT_HOME, MAX_CONTEXT_TOKENS, RagConfig
 from rag.documents import Chunk
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT, EvalDataset, document_text, load_dataset
 from rag.evaluation.metrics import aggregate, latency_percentiles
@@ -66,10 +66,11 @@ def mode_settings(mode: str, config: RagConfig) -> tuple[RagConfig, bool]:
                           "query.hyde": False, "reflection.enabled": False})
     for extension in extensions:
         overrides.update(EXTENSIONS[extension])
-    # rank deep enough for recall@20, and never let the LLM context budget cut a ranking
+    # rank deep enough for recall@20, and never let the LLM context budget cut a ranking (the largest budget
+    # a config allows, 131072 tokens, holds EVAL_DEPTH chunks of up to 6,000 tokens each)
     overrides["retrieval.top_k"] = EVAL_DEPTH
     overrides["retrieval.candidate_k"] = max(config.retrieval.candidate_k, EVAL_DEPTH)
-    overrides["generation.max_context_tokens"] = 10**7
+    overrides["generation.max_context_tokens"] = MAX_CONTEXT_TOKENS
     if "rerank" in extensions and not config.rerank.model_path:
         raise ValueError(f"mode {mode} needs a cross-encoder: set rerank.model_path (python -m rag.lab.train_reranker "
                          "trains one on the SciFact train split)")

@@ -213,8 +213,15 @@ def test_connection_check_reports_a_live_and_a_dead_server(app: AppTest) -> None
 
 
 def test_api_key_itself_is_never_written(app: AppTest, data_dir: Path, monkeypatch) -> None:
-    monkeypatch.setenv("MY_LLM_KEY", "sk-secret-value")
-    _widget(app, "text_input", "API key environment variable").set_value("MY_LLM_KEY")
+    # changed on purpose: the variable must end in _API_KEY (was MY_LLM_KEY), and the remembered settings no
+    # longer hold the variable's name either (they never carry the LLM endpoint); a saved preset does
+    monkeypatch.setenv("MY_LLM_API_KEY", "sk-secret-value")
+    _widget(app, "text_input", "API key environment variable").set_value("MY_LLM_API_KEY")
     _click(app, "Apply settings")
+    assert _applied(app).llm.api_key_env == "MY_LLM_API_KEY"
     text = (data_dir / "presets" / ".current.yaml").read_text()
-    assert "MY_LLM_KEY" in text and "sk-secret-value" not in text
+    assert "MY_LLM_API_KEY" not in text and "sk-secret-value" not in text
+    _widget(app, "text_input", "Preset name").set_value("with key")
+    _click(app, "Save preset")
+    text = (data_dir / "presets" / "with key.yaml").read_text()
+    assert "MY_LLM_API_KEY" in text and "sk-secret-value" not in text
