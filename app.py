@@ -9,6 +9,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import streamlit as st  # noqa: E402
 
+import ui.preload  # noqa: E402, F401  (the heavy imports, once, before sessions race for them)
+
 st.set_page_config(page_title="Citewise", page_icon=":material/menu_book:", layout="wide")
 
 pages = [
