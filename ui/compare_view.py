@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from rag.answer.types import AnswerResult
-from rag.config import ConfigError, RagConfig
+from rag.config import ConfigError, RagConfig, setting_specs
 from rag.presets import PresetError
 from ui.answer_view import (
     render_citation_viewer,
@@ -24,23 +24,24 @@ from ui.trace_view import candidate_frame, render_trace, timing_frame, timing_su
 
 CURRENT = "Current settings"
 
-# (dotted field, label, kind, options) for the knobs editable in place
-KNOBS: list[tuple[str, str, str, Any]] = [
-    ("retrieval.top_k", "Top-k", "int", (1, 100)),
-    ("retrieval.sources", "Retrievers", "choice", ("hybrid", "vector", "keyword")),
-    ("retrieval.fusion", "Fusion", "choice", ("weighted", "rrf")),
-    ("retrieval.vector_weight", "Vector weight", "float", (0.0, 1.0)),
-    ("retrieval.keyword_weight", "Keyword weight", "float", (0.0, 1.0)),
-    ("retrieval.similarity_threshold", "Similarity threshold", "float", (0.0, 1.0)),
-    ("mmr.enabled", "MMR diversity", "bool", None),
-    ("mmr.lambda_mult", "MMR λ (relevance vs diversity)", "float", (0.0, 1.0)),
-    ("rerank.enabled", "Cross-encoder rerank", "bool", None),
-    ("query.rewrite", "Query rewrite", "bool", None),
-    ("query.hyde", "HyDE", "bool", None),
-    ("reflection.enabled", "Reflection", "bool", None),
-    ("reflection.min_score", "Reflection min score", "int", (1, 10)),
-    ("generation.temperature", "Temperature", "float", (0.0, 2.0)),
-]
+# the knobs editable in place, with their labels; type, bounds, choices and help come from the config's
+# own description (rag.config.setting_specs), like the Settings form
+KNOBS: dict[str, str] = {
+    "retrieval.top_k": "Top-k",
+    "retrieval.sources": "Retrievers",
+    "retrieval.fusion": "Fusion",
+    "retrieval.vector_weight": "Vector weight",
+    "retrieval.keyword_weight": "Keyword weight",
+    "retrieval.similarity_threshold": "Similarity threshold",
+    "mmr.enabled": "MMR diversity",
+    "mmr.lambda_mult": "MMR λ (relevance vs diversity)",
+    "rerank.enabled": "Cross-encoder rerank",
+    "query.rewrite": "Query rewrite",
+    "query.hyde": "HyDE",
+    "reflection.enabled": "Reflection",
+    "reflection.min_score": "Reflection min score",
+    "generation.temperature": "Temperature",
+}
 
 
 def _get(config: RagConfig, dotted: str) -> Any:
@@ -59,20 +60,21 @@ def choose_settings(side: str) -> tuple[str, RagConfig | None]:
         st.error(f"{exc} — choose another preset, or re-save it on the Settings page.")
         return name, None
     overrides = {}
+    specs = setting_specs()
     with st.expander(f"Edit {side}"):
-        for dotted, label, kind, options in KNOBS:
-            value = _get(base, dotted)
+        for dotted, label in KNOBS.items():
+            spec, value = specs[dotted], _get(base, dotted)
             key = f"compare_{side}_{name}_{dotted}"  # per preset: choosing another preset resets the knobs
-            if kind == "bool":
-                new = st.toggle(label, value=value, key=key)
-            elif kind == "choice":
-                new = st.selectbox(label, options, index=list(options).index(value), key=key)
-            elif kind == "int":
-                new = st.number_input(label, min_value=options[0], max_value=options[1], value=int(value), step=1,
-                                      key=key)
+            if spec.kind == "bool":
+                new = st.toggle(label, value=value, key=key, help=spec.help)
+            elif spec.kind == "choice":
+                new = st.selectbox(label, spec.choices, index=list(spec.choices).index(value), key=key, help=spec.help)
+            elif spec.kind == "int":
+                new = st.number_input(label, min_value=int(spec.minimum), max_value=int(spec.maximum), value=int(value),
+                                      step=1, key=key, help=spec.help)
             else:
-                new = st.slider(label, min_value=options[0], max_value=options[1], value=float(value), step=0.05,
-                                key=key)
+                new = st.slider(label, min_value=float(spec.minimum), max_value=float(spec.maximum), value=float(value),
+                                step=0.05, key=key, help=spec.help)
             if new != value:
                 overrides[dotted] = new
     try:
