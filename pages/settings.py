@@ -9,6 +9,7 @@ from rag.config import DEFAULT_HOME, ConfigError
 from rag.presets import PresetError, changed_fields, dump_preset
 from ui.reindex import reindex_documents
 from ui.resources import base_config, get_store
+from ui.safe_text import escape_markdown, label
 from ui.settings_form import (
     apply_values,
     check_llm,
@@ -81,36 +82,37 @@ with load_col:
     load, delete = st.columns(2)
     if load.button("Load preset"):
         try:
-            switch_to(presets.load(chosen, base_config()), f"Loaded preset “{chosen}”.")
+            switch_to(presets.load(chosen, base_config()), f"Loaded preset “{label(chosen)}”.")
         except PresetError as exc:
-            st.error(f"{exc}. Hint: delete the preset file or fix it in a text editor.")
+            st.error(f"{escape_markdown(str(exc))}. Hint: delete the preset file or fix it in a text editor.")
     if delete.button("Delete preset", disabled=presets.is_builtin(chosen),
                      help="Built-in presets are read-only."):
         try:
             presets.delete(chosen)
-            st.session_state[FLASH_KEY] = f"Deleted preset “{chosen}”."
+            st.session_state[FLASH_KEY] = f"Deleted preset “{label(chosen)}”."
             st.rerun()
         except PresetError as exc:
-            st.error(str(exc))
+            st.error(escape_markdown(str(exc)))
 with save_col:
     name = st.text_input("Preset name", placeholder="e.g. precise answers", key="settings_preset_name")
     if st.button("Save preset", help="Saves the applied settings (apply your edits first)."):
         try:
             path = presets.save(name.strip(), config)
-            st.session_state[FLASH_KEY] = f"Saved preset “{name.strip()}” to {path}."
+            st.session_state[FLASH_KEY] = f"Saved preset “{label(name.strip())}” to {label(str(path))}."
             st.session_state[SELECT_KEY + "_next"] = name.strip()
             st.rerun()
         except (PresetError, OSError) as exc:
-            st.error(f"{exc}. Hint: built-in names are reserved; pick another name.")
+            st.error(f"{escape_markdown(str(exc))}. Hint: built-in names are reserved; pick another name.")
 with file_col:
     st.download_button("Download settings (YAML)", dump_preset(config), file_name="citewise-settings.yaml",
                        mime="application/x-yaml")
     upload = st.file_uploader("Upload a preset (YAML)", type=["yaml", "yml"], key="settings_preset_upload")
     if upload is not None and st.button("Apply uploaded preset"):
         try:
-            switch_to(preset_from_yaml(upload.getvalue(), base_config()), f"Applied {upload.name}.")
+            switch_to(preset_from_yaml(upload.getvalue(), base_config()), f"Applied {label(upload.name)}.")
         except PresetError as exc:
-            st.error(f"{upload.name}: {exc}. Hint: use a file saved with “Download settings (YAML)”.")
+            st.error(f"{label(upload.name)}: {escape_markdown(str(exc))}. Hint: use a file saved with “Download "
+                     "settings (YAML)”.")
 
 if st.button("Reset to defaults", help="Back to the defaults (and any RAG_* environment settings)."):
     switch_to(reset_config(), "Settings reset to defaults.", remember=False)
@@ -140,14 +142,14 @@ else:
 
 # -- LLM connection --------------------------------------------------------------------------------
 st.subheader("LLM connection")
-st.caption(f"Backend {config.llm.backend}: "
-           + (f"{config.llm.base_url} · model {config.llm.model} · key from ${config.llm.api_key_env}"
-              if config.llm.backend == "openai" else f"embedded model {config.llm.embedded_model}")
-           + " (applied settings)")
+st.caption(label(f"Backend {config.llm.backend}: "  # a preset may set any of these strings
+                 + (f"{config.llm.base_url} · model {config.llm.model} · key from ${config.llm.api_key_env}"
+                    if config.llm.backend == "openai" else f"embedded model {config.llm.embedded_model}")
+                 + " (applied settings)"))
 if st.button("Test connection"):
     with st.spinner("Checking…"):
         ok, message = check_llm(config, DEFAULT_HOME)
-    (st.success if ok else st.error)(message)
+    (st.success if ok else st.error)(escape_markdown(message))  # may quote the server's reply
 
 # -- storage (read-only) ---------------------------------------------------------------------------
 with st.expander("Storage (read-only)"):

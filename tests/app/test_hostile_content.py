@@ -117,3 +117,29 @@ def test_evaluation_errors_quote_a_hostile_upload_name_as_text(app_data: Path, t
     assert not app.exception, app.exception
     assert app.error and live(app) == []
     assert any(name in shown_text(e.value) for e in app.error)
+
+
+def test_settings_page_quotes_a_hostile_preset_file_and_server_as_text(app_data: Path) -> None:
+    import yaml
+
+    app = open_app("pages/settings.py")
+    app.run()
+    uploader = next(u for u in app.file_uploader if u.label == "Upload a preset (YAML)")
+    name = f"www.example.org ![p](https:{hostile.HOST}?q=preset) _x_.yaml"
+    preset = yaml.safe_dump({"llm": {"backend": "openai", "base_url": f"http://{hostile.HOST}/v1",
+                                     "model": f"![m](http://{hostile.HOST}/m)"}}).encode()
+    uploader.set_value((name, preset, "application/x-yaml"))
+    app.run()
+    next(b for b in app.button if b.label == "Apply uploaded preset").click().run()
+    assert not app.exception, app.exception
+    assert live(app) == []
+    assert any(shown_text(s.value) == f"Applied {name}." for s in app.success)
+    assert any(f"http://{hostile.HOST}/v1 · model ![m](http://{hostile.HOST}/m)" in shown_text(c.value)
+               for c in app.caption)
+
+    bad = yaml.safe_dump({"storage": {"data_dir": "/elsewhere"}}).encode()
+    next(u for u in app.file_uploader if u.label == "Upload a preset (YAML)").set_value((name, bad, "text/yaml"))
+    app.run()
+    next(b for b in app.button if b.label == "Apply uploaded preset").click().run()
+    assert live(app) == []
+    assert any(shown_text(e.value).startswith(f"{name}: ") for e in app.error)
