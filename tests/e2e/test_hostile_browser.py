@@ -30,7 +30,8 @@ LEAKS_JS = """host => {
     for (const el of document.querySelectorAll('img, a, iframe, object, embed, source, video, audio, link, form')) {
         for (const attr of ['src', 'href', 'srcset', 'action', 'data', 'poster']) {
             const value = el.getAttribute(attr) || '';
-            if (value.includes(host) || /^(javascript|mailto|xmpp):/i.test(value)) hits.push(el.outerHTML.slice(0, 200));
+            const live = value.includes(host) || /^(javascript|mailto|xmpp):/i.test(value);
+            if (live) hits.push(el.outerHTML.slice(0, 200));
         }
     }
     for (const el of document.querySelectorAll('[style]')) {

@@ -31,7 +31,7 @@ HOSTILE = [
     "&lt;img src=x onerror=alert(1)&gt;",
     f"![x](https:{HOST}?q=noslash)",
     f'<a href="http://{HOST}/">anchor</a>',
-    f"[js](javascript:alert(1))",
+    "[js](javascript:alert(1))",
     "$\\href{http://203.0.113.7}{x}$ and $$x$$",
     ":red[coloured] :material/home: **bold**",
     f"[ref]\n\n[ref]: http://{HOST}/shortcut",
