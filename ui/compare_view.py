@@ -1,5 +1,9 @@
 """Compare page pieces: choosing a setting (preset or current, edited in place) and showing two
-answers side by side with the sources that differ marked."""
+answers side by side with the sources that differ marked.
+
+Preset names come from uploaded files and answers from the model: both are shown through
+``ui.safe_text``, never as live Markdown.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from ui.answer_view import (
     source_line,
 )
 from ui.resources import base_config
+from ui.safe_text import escape_markdown, label, plain, show_answer
 from ui.state import current_config, preset_store
 from ui.trace_view import candidate_frame, render_trace, timing_frame, timing_summary
 
@@ -53,11 +58,11 @@ def choose_settings(side: str) -> tuple[str, RagConfig | None]:
     """A preset (or the current settings) for ``side`` with the knobs above editable; None if invalid."""
     names = [CURRENT, *preset_store().names()]
     default = names.index("Vector only") if side == "B" else 0  # a built-in, always listed
-    name = st.selectbox(f"Settings {side}", names, index=default, key=f"compare_{side}_preset")
+    name = st.selectbox(f"Settings {side}", names, index=default, key=f"compare_{side}_preset", format_func=plain)
     try:
         base = current_config() if name == CURRENT else preset_store().load(name, base_config())
     except PresetError as exc:
-        st.error(f"{exc} — choose another preset, or re-save it on the Settings page.")
+        st.error(f"{escape_markdown(str(exc))} — choose another preset, or re-save it on the Settings page.")
         return name, None
     overrides = {}
     specs = setting_specs()
@@ -80,14 +85,14 @@ def choose_settings(side: str) -> tuple[str, RagConfig | None]:
     try:
         return name, base.with_overrides(overrides) if overrides else base
     except ConfigError as exc:
-        st.error(f"Settings {side} are not valid: {exc}")
+        st.error(f"Settings {side} are not valid: {escape_markdown(str(exc))}")
         return name, None
 
 
 def differences_frame(a: RagConfig, b: RagConfig) -> pd.DataFrame:
     from rag.presets import changed_fields
 
-    rows = [{"setting": k, "A": str(va), "B": str(vb)} for k, (va, vb) in changed_fields(a, b).items()]
+    rows = [{"setting": k, "A": plain(str(va)), "B": plain(str(vb))} for k, (va, vb) in changed_fields(a, b).items()]
     return pd.DataFrame(rows, columns=["setting", "A", "B"])
 
 
@@ -99,18 +104,19 @@ def source_marks(mine: AnswerResult | None, other: AnswerResult | None, other_si
     return {s.chunk_id: f"not in {other_side}" for s in mine.sources if s.chunk_id not in theirs}
 
 
-def render_side(label: str, outcome: dict[str, Any], store: Any, *, marks: dict[str, str], key: str) -> None:
-    st.subheader(label)
+def render_side(title: str, outcome: dict[str, Any], store: Any, *, marks: dict[str, str], key: str) -> None:
+    """One side's answer and everything under it; ``title`` is plain text (it may hold a preset name)."""
+    st.subheader(label(title))
     if outcome.get("error"):
-        st.error(outcome["error"])
+        st.error(escape_markdown(outcome["error"]))
         return
     result: AnswerResult = outcome["result"]
-    st.markdown(result.answer)
+    show_answer(result.answer)
     if result.error:
-        st.error(result.error)
+        st.error(escape_markdown(result.error))
     render_reflection(result)
     render_groundedness(result)
-    st.caption(timing_summary(result))
+    st.caption(label(timing_summary(result)))
     if result.sources:
         differing = sum(1 for s in result.sources if s.chunk_id in marks)
         st.caption(f"{len(result.sources)} sources, {differing} not used by the other side")
