@@ -1,0 +1,66 @@
+"""The lab's fast fusion replay ranks exactly as rag.retrieval.fusion does, and guards report splits."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from rag.evaluation.datasets import EvalDataset
+from rag.lab import tune_fusion
+from rag.lab.tune_fusion import FusionSetting, fuse, replay
+from rag.retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
+
+
+def _lists(rng: random.Random, docs: int = 40, depth: int = 35) -> tuple[list, list]:
+    ids = [f"d{i}" for i in range(docs)]
+    vector = sorted(((d, rng.uniform(0.2, 0.9)) for d in rng.sample(ids, depth)), key=lambda h: -h[1])
+    bm25 = sorted(((d, rng.choice([rng.uniform(0.5, 20), 3.0])) for d in rng.sample(ids, depth)), key=lambda h: -h[1])
+    return vector, bm25
+
+
+def _nodes(hits):
+    return [NodeWithScore(node=TextNode(id_=d, text=""), score=s) for d, s in hits]
+
+
+@pytest.mark.parametrize("setting", [FusionSetting("weighted", 0.45), FusionSetting("weighted", 0.7, normalization="max"),
+                                     FusionSetting("rrf", 0.3, rrf_k=10), FusionSetting("weighted", 0.6, candidate_k=20)],
+                         ids=["minmax", "max", "rrf", "shallow"])
+def test_replay_matches_the_library_fusion(setting: FusionSetting) -> None:
+    rng = random.Random(7)
+    for _ in range(50):
+        vector, bm25 = _lists(rng)
+        k = setting.candidate_k
+        lists = [_nodes(vector[:k]), _nodes(bm25[:k])]
+        weights = [setting.vector_weight, 1 - setting.vector_weight]
+        if setting.mode == "rrf":
+            expected = reciprocal_rank_fusion(lists, k=setting.rrf_k, weights=weights, top_n=k)
+        else:
+            expected = weighted_score_fusion(lists, weights=weights, normalization=setting.normalization, top_n=k)
+        assert fuse(vector, bm25, setting) == [n.node.node_id for n in expected]
+
+
+def test_single_lists_and_short_queries() -> None:
+    vector, bm25 = [("a", 0.9), ("b", 0.8)], [("b", 5.0), ("c", 2.0), ("z", 0.0)]
+
+    assert fuse(vector, bm25, FusionSetting("vector")) == ["a", "b"]
+    assert fuse(vector, bm25, FusionSetting("bm25")) == ["b", "c"]  # a zero BM25 score is no match
+    assert fuse(vector, bm25, FusionSetting("weighted", 0.9), short=True) == ["b", "c"]  # keyword-only, as the app
+
+
+def test_replay_scores_each_question_against_its_qrels() -> None:
+    dataset = EvalDataset(name="t", corpus={}, queries={"q1": "what makes aspirin work", "q2": "fever in adults"},
+                          qrels={"q1": {"a": 1}, "q2": {"c": 1}})
+    vector = {"q1": [("a", 0.9), ("b", 0.5)], "q2": [("b", 0.9), ("c", 0.1)]}
+    bm25 = {"q1": [("b", 3.0)], "q2": [("c", 4.0)]}
+
+    assert replay(dataset, vector, bm25, FusionSetting("vector"))["recall@1"] == 0.5
+    assert replay(dataset, vector, bm25, FusionSetting("weighted", 0.5))["mrr@10"] == 0.75
+
+
+def test_choosing_on_a_report_split_is_refused() -> None:
+    with pytest.raises(SystemExit):
+        tune_fusion.main(["--dataset", "squad", "--split", "report"])
+    with pytest.raises(SystemExit):
+        tune_fusion.main(["--dataset", "scifact", "--split", "test"])
