@@ -107,9 +107,16 @@ def replay(dataset: EvalDataset, vector: dict[str, Hits], bm25: dict[str, Hits],
     return aggregate(runs, {q: dataset.qrels.get(q, {}) for q in dataset.queries})
 
 
-def fusion_grid(depths: Sequence[int] = (30,)) -> list[FusionSetting]:
-    """Both single lists, RRF and weighted fusion over a grid of weights and depths."""
+def fusion_grid(depths: Sequence[int] = (30,), *, small: bool = False) -> list[FusionSetting]:
+    """Both single lists, RRF and weighted fusion over a grid of weights and depths.
+
+    Args:
+        depths: ``candidate_k`` values.
+        small: Only the single lists and min-max weighted fusion at five weights (for BM25 grids).
+    """
     grid = [FusionSetting("vector"), FusionSetting("bm25")]
+    if small:
+        return grid + [FusionSetting("weighted", w, candidate_k=d) for d in depths for w in (0.3, 0.4, 0.5, 0.6, 0.7)]
     weights = [round(w, 2) for w in (0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)]
     for depth in depths:
         grid += [FusionSetting("rrf", w, rrf_k=k, candidate_k=depth) for k, w in itertools.product((10, 60), weights)]
@@ -141,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--b", default="0.75", help="comma-separated BM25 b values")
     parser.add_argument("--phrase-weight", default="0.5", help="comma-separated phrase weights")
     parser.add_argument("--depths", default="30", help="comma-separated candidate_k values")
+    parser.add_argument("--small-grid", action="store_true", help="single lists and five min-max weights only")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     parser.add_argument("--allow-report-split", action="store_true",
                         help="only to print final figures of settings already chosen on a tuning split")
@@ -158,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for k1, b, phrase in itertools.product(floats(args.k1), floats(args.b), floats(args.phrase_weight)):
         bm25 = bm25_replay.lists(BM25Setting(k1, b, phrase))
-        for setting in fusion_grid([int(d) for d in args.depths.split(",")]):
+        for setting in fusion_grid([int(d) for d in args.depths.split(",")], small=args.small_grid):
             metrics = replay(dataset, vector, bm25, setting)
             rows.append({"dataset": dataset.name, "split": args.split, "embedder": args.embedder, "k1": k1, "b": b,
                          "phrase_weight": phrase, "setting": setting.label(), **setting.__dict__,

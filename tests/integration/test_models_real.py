@@ -199,3 +199,15 @@ def test_warm_up_puts_the_system_prompt_in_the_kv_cache(small_llm) -> None:
     warm = small_llm.last_stats["prompt_eval_tokens"]
     assert small_llm.count_tokens(ANSWER_SYSTEM_PROMPT) > 150
     assert cold - warm > 150  # the system prompt was not evaluated again
+
+
+def test_the_default_models_need_nothing_built_and_record_no_fallback(tmp_path: Path) -> None:
+    """What a fresh clone runs: the default English and Chinese embedders ship in PyPI packages."""
+    from rag.config import EmbeddingConfig
+    from rag.models.embedders import build_embedder
+
+    defaults = EmbeddingConfig()
+    for spec in (defaults.english_model, defaults.chinese_model):
+        embedder = build_embedder(spec, models_dir=tmp_path)  # an empty models folder: nothing trained here
+        assert getattr(embedder, "fallback_reason", "") == "", spec
+        assert len(embedder.get_query_embedding("What is the maximum daily dose?")) == embedder.dim
