@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -64,3 +65,38 @@ def test_choosing_on_a_report_split_is_refused() -> None:
         tune_fusion.main(["--dataset", "squad", "--split", "report"])
     with pytest.raises(SystemExit):
         tune_fusion.main(["--dataset", "scifact", "--split", "test"])
+
+
+def _row(dataset: str, mode: str, metric: float, *, v: float = 0.5, depth: int = 30, split: str = "tune") -> dict:
+    key = "ndcg@10" if dataset == "scifact" else "mrr@10"
+    return {"dataset": dataset, "split": split, "k1": 0.7, "b": 0.75, "phrase_weight": 0.5, "mode": mode,
+            "vector_weight": v, "rrf_k": 60, "normalization": "minmax", "candidate_k": depth, key: metric}
+
+
+def test_the_chosen_default_is_never_below_the_best_single_retriever_on_any_set() -> None:
+    from rag.lab.choose_defaults import choose
+
+    rows = [_row("scifact", "vector", 0.70), _row("scifact", "bm25", 0.68), _row("squad", "vector", 0.72),
+            _row("squad", "bm25", 0.85),
+            # best mean, but below BM25 alone on SQuAD: not eligible
+            _row("scifact", "weighted", 0.80, v=0.8), _row("squad", "weighted", 0.84, v=0.8),
+            _row("scifact", "weighted", 0.74, v=0.4, depth=50), _row("squad", "weighted", 0.88, v=0.4, depth=50),
+            # tied within 0.002 on the mean and shallower: chosen
+            _row("scifact", "weighted", 0.739, v=0.45), _row("squad", "weighted", 0.879, v=0.45)]
+
+    ranked = choose(rows)
+
+    assert ranked[0]["chosen"] and (ranked[0]["vector_weight"], ranked[0]["candidate_k"]) == (0.45, 30)
+    assert ranked[0]["margins"] == {"scifact": 0.039, "squad": 0.029}
+    assert not next(c for c in ranked if c["vector_weight"] == 0.8)["eligible"]
+
+
+def test_rows_from_a_report_split_are_refused(tmp_path: Path) -> None:
+    import json
+
+    from rag.lab.choose_defaults import load_rows
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(_row("squad", "bm25", 0.9, split="report")) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="report split"):
+        load_rows([path])
