@@ -71,18 +71,19 @@ class EmbeddingConfig:
 
 @dataclass(frozen=True)
 class RetrievalConfig:
+    # every default below was chosen on tuning splits only (SciFact train, the tune halves of SQuAD and
+    # CMRC2018) by rag.lab.choose_defaults' rule: never below the better single retriever on any set, then
+    # the best mean, ties (within 0.002) to fewer candidates; docs/retrieval-protocol.md has the figures
     top_k: int = 5
-    candidate_k: int = 30
-    similarity_threshold: float = 0.0
+    candidate_k: int = 20
+    similarity_threshold: float = 0.0  # any cut can only lose recall here; abstaining is the gate's job
     hybrid: bool = True
-    # defaults from measurement (README, "Retrieval quality"): min-max weighted fusion leaning on
-    # BM25 beat RRF at any k and weight on SQuAD, SciFact and CMRC2018
-    fusion: FusionMode = "weighted"
+    fusion: FusionMode = "weighted"  # min-max weighted fusion beat RRF (k 10 or 60) at every weight, on every set
     rrf_k: int = 60
-    vector_weight: float = 0.45
-    keyword_weight: float = 0.55
+    vector_weight: float = 0.4
+    keyword_weight: float = 0.6
     phrase_weight: float = 0.5  # BM25 over adjacent token pairs, added to plain BM25
-    short_query_tokens: int = 2  # queries this short go keyword-only
+    short_query_tokens: int = 2  # queries this short go keyword-only (too few such questions to measure)
 
     def validate(self) -> None:
         _require(1 <= self.top_k <= 100, "retrieval.top_k", "must be between 1 and 100")
