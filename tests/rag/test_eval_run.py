@@ -181,3 +181,28 @@ def test_bundled_datasets_reports_absent_ones(tmp_path: Path) -> None:
     found = eval_run.bundled_datasets(tmp_path)
     assert found["squad"] == tmp_path / "squad-v1.1-dev.json"
     assert found["scifact"] is None and found["cmrc2018"] is None
+
+
+def test_an_upload_with_bad_items_runs_to_the_end_and_says_what_it_skipped(
+        tmp_path: Path, config: RagConfig, fake_router: EmbedderRouter) -> None:
+    broken = json.loads(json.dumps(SQUAD))
+    qas = broken["data"][0]["paragraphs"][0]["qas"]
+    qas += [{"id": "e1", "question": ""}, {"id": "e2", "question": "   "}, {"id": "v1", "question": "Repeated id?"},
+            {"id": "long", "question": "volcano " * 1500}]  # over the pipeline's length limit
+    dataset = eval_run.load_upload("public.json", json.dumps(broken).encode(), tmp_path / "uploads")
+    store = eval_run.corpus_store(dataset, config, fake_router, home=tmp_path / "home")
+
+    run = eval_run.run_settings(dataset, store, config, label="Current")
+    store.close()
+
+    assert dataset.skipped == {"empty question": 2, "duplicate question id": 1}
+    assert run.n_queries == 4 and len(run.latencies_ms) == 3  # the over-long question was rejected, not fatal
+    assert any(n.startswith("skipped 3 item(s): duplicate question id x1, empty question x2") for n in run.notes)
+    assert any("1 question(s) rejected by the pipeline count as misses" in n for n in run.notes), run.notes
+    assert run.metrics["recall@1"] == 0.75  # three hits, and the rejected question counts as a miss
+
+
+def test_an_upload_with_no_usable_question_is_refused_with_the_counts(tmp_path: Path) -> None:
+    empty = {"data": [{"title": "T", "paragraphs": [{"context": "Text.", "qas": [{"id": "a", "question": " "}]}]}]}
+    with pytest.raises(ValueError, match=r"no usable questions found \(skipped 1 item\(s\): empty question x1\)"):
+        eval_run.load_upload("empty.json", json.dumps(empty).encode(), tmp_path)
