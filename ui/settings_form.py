@@ -103,8 +103,8 @@ KNOBS: dict[str, Knob] = {
     "chunking.parent_chunk_size": Knob("Parent chunk size (tokens)", "number", 32, 20_000, 50,
                                        "parent_child strategy only; must be >= chunk size."),
     "embedding.english_model": Knob("English embedding model", "text",
-                                    help="bundled:minilm-scifact (MiniLM tuned on SciFact's train split), "
-                                         "bundled:minilm, or a sentence-transformers folder."),
+                                    help="bundled:minilm (all-MiniLM-L6-v2, the default), bundled:e5-small "
+                                         "(multilingual, slower to index), or a sentence-transformers folder."),
     "embedding.chinese_model": Knob("Chinese embedding model", "text",
                                     help="bundled:e5-small, or a sentence-transformers folder."),
     "embedding.routing": Knob("Embedding routing", "select"),
