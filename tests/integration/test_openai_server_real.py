@@ -160,8 +160,8 @@ def test_the_gate_through_logprobs_separates_answerable_from_not(served_llm, wor
 def test_the_answer_evaluation_harness_runs_against_the_server(config, served_llm, tmp_path: Path) -> None:
     paragraphs = [("Ibuprofen", "The maximum daily dose of ibuprofen for adults is 1200 milligrams.",
                    "What is the maximum daily dose of ibuprofen for adults?", "1200 milligrams"),
-                  ("Rivers", "The Danube flows through ten countries before reaching the Black Sea.",
-                   "How many countries does the Danube flow through?", "ten"),
+                  ("Rivers", "The Danube flows through Vienna and Budapest before reaching the Black Sea.",
+                   "Which sea does the Danube reach?", "Black Sea"),
                   ("Bridges", "The Golden Gate Bridge was opened to traffic in 1937.",
                    "When was the Golden Gate Bridge opened?", "1937")]
     data = {"version": "1.1", "data": [
@@ -171,12 +171,12 @@ def test_the_answer_evaluation_harness_runs_against_the_server(config, served_ll
     path = tmp_path / "mini-squad.json"
     path.write_text(json.dumps(data), encoding="utf-8")
 
-    report = evaluate_answers(path, config, n=2, unanswerable=1, distractors=1, seed=0, workdir=tmp_path / "work",
+    report = evaluate_answers(path, config, n=1, unanswerable=1, distractors=1, seed=0, workdir=tmp_path / "work",
                               llm_factory=lambda: served_llm)
 
     scores = report["backends"]["given"]
     assert "error" not in scores and scores["errors"] == 0, scores
-    assert (report["answerable"], report["unanswerable"]) == (2, 1) and len(scores["rows"]) == 3
-    assert scores["contains"] >= 0.5 and scores["citations"] >= 1, scores["rows"]
+    assert (report["answerable"], report["unanswerable"]) == (1, 1) and len(scores["rows"]) == 2
+    assert scores["contains"] == 1.0 and scores["citations"] >= 1, scores["rows"]
     assert all(row["answerability"]["method"] == "logprobs" for row in scores["rows"]), scores["rows"]
     assert scores["ttft_ms_p50"] > 0
