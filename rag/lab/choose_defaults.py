@@ -25,7 +25,8 @@ from pathlib import Path
 from rag.lab.tune_fusion import PRIMARY
 
 BM25_KEYS = ("k1", "b", "phrase_weight")
-FUSION_KEYS = ("mode", "vector_weight", "rrf_k", "normalization", "candidate_k")
+FUSION_KEYS = ("mode", "vector_weight", "rrf_k", "normalization", "candidate_k", "coverage_below", "weak_lexical_weight")
+FUSION_DEFAULTS = {"coverage_below": 0.0, "weak_lexical_weight": 0.6}  # rows written before adaptive weighting
 
 
 def load_rows(paths: list[Path]) -> list[dict]:
@@ -53,7 +54,7 @@ def choose(rows: list[dict], *, tolerance: float = 0.002, tie: float = 0.002) ->
         if row["mode"] in ("vector", "bm25"):
             singles[(row["dataset"], bm25)][row["mode"]] = metric
         else:
-            by_key[bm25 + tuple(row[k] for k in FUSION_KEYS)][row["dataset"]] = row
+            by_key[bm25 + tuple(row.get(k, FUSION_DEFAULTS.get(k)) for k in FUSION_KEYS)][row["dataset"]] = row
     candidates = []
     for key, per_set in by_key.items():
         if set(per_set) != set(datasets):
@@ -96,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         detail = ", ".join(f"{name} {c['metrics'][name]:.4f} ({c['margins'][name]:+.4f})" for name in sorted(c["metrics"]))
         print(f"{'CHOSEN' if c.get('chosen') else 'ok    ' if c['eligible'] else 'NO    '} mean {c['mean']:.4f}  k1={c['k1']} b={c['b']} "
               f"phrase={c['phrase_weight']} {c['mode']} {c['normalization'] if c['mode'] == 'weighted' else c['rrf_k']} "
-              f"v={c['vector_weight']} depth={c['candidate_k']}  |  {detail}")
+              f"v={c['vector_weight']} depth={c['candidate_k']}"
+              + (f" v={c['weak_lexical_weight']} below coverage {c['coverage_below']}" if c["coverage_below"] else "")
+              + f"  |  {detail}")
     return 0 if candidates and candidates[0].get("chosen") else 1
 
 

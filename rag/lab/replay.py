@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,32 @@ class BM25Replay:
             hits = hits[np.argsort(-scores[hits], kind="stable")]
             out[qid] = [(self.doc_ids[i], float(scores[i])) for i in hits]
         return out
+
+
+    def idf(self) -> dict[str, float]:
+        """``log(1 + N / (1 + df))`` per corpus token, as ``KeywordIndex.idf`` weighs them."""
+        if not hasattr(self, "_idf"):
+            df: dict[str, int] = {}
+            for tokens in self.tokens:
+                for token in set(tokens):
+                    df[token] = df.get(token, 0) + 1
+            total = len(self.tokens)
+            self._idf = {token: math.log1p(total / (1 + count)) for token, count in df.items()}
+        return self._idf
+
+    def coverage(self, qid: str, doc_id: str) -> float:
+        """IDF-weighted share of the question's distinct tokens that ``doc_id`` holds (0..1)."""
+        idf, total = self.idf(), len(self.tokens)
+        tokens = set(self.query_tokens[qid])
+        weights = {t: idf.get(t, math.log1p(total)) for t in tokens}
+        held = set(self.tokens[self._position()[doc_id]])
+        whole = sum(weights.values())
+        return sum(w for t, w in weights.items() if t in held) / whole if whole else 0.0
+
+    def _position(self) -> dict[str, int]:
+        if not hasattr(self, "_positions"):
+            self._positions = {doc_id: i for i, doc_id in enumerate(self.doc_ids)}
+        return self._positions
 
 
 def replay_key() -> str:

@@ -42,6 +42,10 @@ class FusionSetting:
         rrf_k: The RRF constant.
         normalization: ``minmax`` or ``max`` (weighted mode).
         candidate_k: How deep each list is read, and how many fused results are kept.
+        coverage_below: Query-adaptive weighting (0 = off): when the top BM25 hit holds less than this
+            IDF-weighted share of the question's tokens, the lexical evidence is weak (a question
+            phrased unlike the text), and the dense list gets ``weak_lexical_weight`` instead.
+        weak_lexical_weight: The vector weight used below ``coverage_below``.
     """
 
     mode: str
@@ -49,12 +53,22 @@ class FusionSetting:
     rrf_k: int = 60
     normalization: str = "minmax"
     candidate_k: int = 30
+    coverage_below: float = 0.0
+    weak_lexical_weight: float = 0.6
 
     def label(self) -> str:
         if self.mode in ("vector", "bm25"):
             return f"{self.mode} only"
         extra = f"k={self.rrf_k}" if self.mode == "rrf" else self.normalization
-        return f"{self.mode} {extra} v={self.vector_weight:.2f} depth={self.candidate_k}"
+        adaptive = (f" (v={self.weak_lexical_weight:.2f} when coverage<{self.coverage_below:.2f})"
+                    if self.coverage_below else "")
+        return f"{self.mode} {extra} v={self.vector_weight:.2f}{adaptive} depth={self.candidate_k}"
+
+    def weight_for(self, coverage: float | None) -> float:
+        """The vector weight for a question whose top BM25 hit has ``coverage`` (None: unknown)."""
+        if self.coverage_below and coverage is not None and coverage < self.coverage_below:
+            return self.weak_lexical_weight
+        return self.vector_weight
 
 
 def _normalize(scores: Sequence[float], method: str) -> list[float]:
@@ -67,15 +81,20 @@ def _normalize(scores: Sequence[float], method: str) -> list[float]:
     return [(s - low) / (high - low) if high > low else (1.0 if s > 0 else 0.0) for s in scores]
 
 
-def fuse(vector: Hits, bm25: Hits, setting: FusionSetting, *, short: bool = False) -> list[str]:
-    """The fused ranking of one query, as ``FusionRetriever`` with ``setting`` ranks it."""
+def fuse(vector: Hits, bm25: Hits, setting: FusionSetting, *, short: bool = False,
+         coverage: float | None = None) -> list[str]:
+    """The fused ranking of one query, as ``FusionRetriever`` with ``setting`` ranks it.
+
+    ``coverage`` is the top BM25 hit's share of the question's tokens, for adaptive settings.
+    """
     k = setting.candidate_k
     vector, bm25 = vector[:k], [h for h in bm25[:k] if h[1] > 0]
     if setting.mode == "bm25" or (short and setting.mode != "vector"):
         return [d for d, _ in bm25]
     if setting.mode == "vector":
         return [d for d, _ in vector]
-    lists = [(vector, setting.vector_weight), (bm25, 1.0 - setting.vector_weight)]
+    weight = setting.weight_for(coverage)
+    lists = [(vector, weight), (bm25, 1.0 - weight)]
     totals: dict[str, float] = {}
     best_rank: dict[str, int] = {}
     order: dict[str, int] = {}
@@ -98,23 +117,39 @@ def fuse(vector: Hits, bm25: Hits, setting: FusionSetting, *, short: bool = Fals
 
 
 def replay(dataset: EvalDataset, vector: dict[str, Hits], bm25: dict[str, Hits], setting: FusionSetting,
-           *, short_query_tokens: int = 2) -> dict[str, float]:
-    """Mean metrics of ``setting`` over ``dataset``'s questions."""
+           *, short_query_tokens: int = 2, coverage: dict[str, float] | None = None,
+           slices: dict[str, set[str]] | None = None) -> dict[str, float]:
+    """Mean metrics of ``setting`` over ``dataset``'s questions.
+
+    Args:
+        coverage: qid -> the top BM25 hit's IDF-weighted share of the question's tokens.
+        slices: name -> qids; each slice's metrics are added as ``<name>:<metric>``.
+    """
     runs = {}
     for qid, text in dataset.queries.items():
         short = count_tokens(text) <= short_query_tokens
-        runs[qid] = fuse(vector.get(qid, []), bm25.get(qid, []), setting, short=short)[:EVAL_DEPTH]
-    return aggregate(runs, {q: dataset.qrels.get(q, {}) for q in dataset.queries})
+        runs[qid] = fuse(vector.get(qid, []), bm25.get(qid, []), setting, short=short,
+                         coverage=(coverage or {}).get(qid))[:EVAL_DEPTH]
+    metrics = aggregate(runs, {q: dataset.qrels.get(q, {}) for q in dataset.queries})
+    for name, qids in (slices or {}).items():
+        part = aggregate({q: runs[q] for q in qids if q in runs}, {q: dataset.qrels.get(q, {}) for q in qids})
+        metrics.update({f"{name}:{key}": value for key, value in part.items()})
+    return metrics
 
 
-def fusion_grid(depths: Sequence[int] = (30,), *, small: bool = False) -> list[FusionSetting]:
+def fusion_grid(depths: Sequence[int] = (30,), *, small: bool = False, adaptive: bool = False) -> list[FusionSetting]:
     """Both single lists, RRF and weighted fusion over a grid of weights and depths.
 
     Args:
         depths: ``candidate_k`` values.
         small: Only the single lists and min-max weighted fusion at five weights (for BM25 grids).
+        adaptive: Only the single lists and min-max fusion with and without query-adaptive weights.
     """
     grid = [FusionSetting("vector"), FusionSetting("bm25")]
+    if adaptive:
+        return grid + [FusionSetting("weighted", base, candidate_k=d, coverage_below=below, weak_lexical_weight=weak)
+                       for d in depths for base in (0.4, 0.45) for below in (0.0, 0.4, 0.5, 0.6)
+                       for weak in ((0.5, 0.6, 0.7) if below else (0.6,))]
     if small:
         return grid + [FusionSetting("weighted", w, candidate_k=d) for d in depths for w in (0.3, 0.4, 0.5, 0.6, 0.7)]
     weights = [round(w, 2) for w in (0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)]
@@ -149,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phrase-weight", default="0.5", help="comma-separated phrase weights")
     parser.add_argument("--depths", default="30", help="comma-separated candidate_k values")
     parser.add_argument("--small-grid", action="store_true", help="single lists and five min-max weights only")
+    parser.add_argument("--adaptive-grid", action="store_true",
+                        help="min-max fusion with query-adaptive weights (by the top BM25 hit's coverage)")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     parser.add_argument("--allow-report-split", action="store_true",
                         help="only to print final figures of settings already chosen on a tuning split")
@@ -164,20 +201,29 @@ def main(argv: list[str] | None = None) -> int:
     bm25_replay = BM25Replay(full)
     floats = lambda text: [float(v) for v in text.split(",")]  # noqa: E731
     rows = []
+    # the slice of questions phrased unlike their passage: the gold passage holds under 40% of the
+    # question's IDF-weighted tokens (an analysis slice; the app cannot see it at query time)
+    unlike = {q for q in dataset.queries
+              if max((bm25_replay.coverage(q, d) for d in dataset.qrels[q] if dataset.qrels[q][d] > 0), default=1) < 0.4}
     for k1, b, phrase in itertools.product(floats(args.k1), floats(args.b), floats(args.phrase_weight)):
         bm25 = bm25_replay.lists(BM25Setting(k1, b, phrase))
-        for setting in fusion_grid([int(d) for d in args.depths.split(",")], small=args.small_grid):
-            metrics = replay(dataset, vector, bm25, setting)
+        coverage = {q: bm25_replay.coverage(q, hits[0][0]) for q, hits in bm25.items() if hits}
+        for setting in fusion_grid([int(d) for d in args.depths.split(",")], small=args.small_grid,
+                                   adaptive=args.adaptive_grid):
+            metrics = replay(dataset, vector, bm25, setting, coverage=coverage, slices={"unlike": unlike})
             rows.append({"dataset": dataset.name, "split": args.split, "embedder": args.embedder, "k1": k1, "b": b,
                          "phrase_weight": phrase, "setting": setting.label(), **setting.__dict__,
                          **{m: round(v, 4) for m, v in metrics.items()}})
     primary = PRIMARY.get(dataset.name, "ndcg@10")
-    print(f"{dataset.name} {args.split}: {len(dataset.queries)} questions; best by {primary}:")
+    print(f"{dataset.name} {args.split}: {len(dataset.queries)} questions ({len(unlike)} phrased unlike their "
+          f"passage); best by {primary}:")
     for row in sorted(rows, key=lambda r: -r[primary])[:15]:
-        print(f"  {row[primary]:.4f}  k1={row['k1']} b={row['b']} phrase={row['phrase_weight']}  {row['setting']}")
+        print(f"  {row[primary]:.4f} (unlike {row.get('unlike:' + primary, 0):.4f})  k1={row['k1']} b={row['b']} "
+              f"phrase={row['phrase_weight']}  {row['setting']}")
     singles = [r for r in rows if r["mode"] in ("vector", "bm25")]
     for row in singles[:2] if len(singles) <= 2 else singles:
-        print(f"  single: {row[primary]:.4f}  k1={row['k1']} b={row['b']} phrase={row['phrase_weight']} {row['setting']}")
+        print(f"  single: {row[primary]:.4f} (unlike {row.get('unlike:' + primary, 0):.4f})  k1={row['k1']} b={row['b']} "
+              f"phrase={row['phrase_weight']} {row['setting']}")
     if args.out:
         with args.out.open("a", encoding="utf-8") as handle:
             for row in rows:
