@@ -80,6 +80,8 @@ class RetrievalConfig:
     hybrid: bool = True
     fusion: FusionMode = "weighted"  # min-max weighted fusion beat RRF (k 10 or 60) at every weight, on every set
     rrf_k: int = 60
+    # per query, 0.1 more goes to the dense side when the top keyword hit holds under half of the question's
+    # IDF-weighted terms (rag.retrieval.adaptive; chosen by the same rule)
     vector_weight: float = 0.4
     keyword_weight: float = 0.6
     phrase_weight: float = 0.5  # BM25 over adjacent token pairs, added to plain BM25
