@@ -26,7 +26,7 @@ import numpy as np
 from rag.config import DEFAULT_HOME
 from rag.evaluation.datasets import EvalDataset, document_text
 from rag.index.keywords import token_pairs
-from rag.text.tokenizer import TOKENIZER_VERSION, tokenize
+from rag.text.tokenizer import tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +109,8 @@ class BM25Replay:
         self.tokens = [tokenizer(document_text(dataset.corpus[d])) for d in self.doc_ids]
         self.query_tokens = {q: tokenizer(text) for q, text in dataset.queries.items()}
         self._indexes: dict[tuple[float, float], tuple[bm25s.BM25, bm25s.BM25]] = {}
+        self._positions = {doc_id: i for i, doc_id in enumerate(self.doc_ids)}
+        self._idf: dict[str, float] | None = None
 
     def _index(self, k1: float, b: float) -> tuple[bm25s.BM25, bm25s.BM25]:
         if (k1, b) not in self._indexes:
@@ -142,7 +144,7 @@ class BM25Replay:
 
     def idf(self) -> dict[str, float]:
         """``log(1 + N / (1 + df))`` per corpus token, as ``KeywordIndex.idf`` weighs them."""
-        if not hasattr(self, "_idf"):
+        if self._idf is None:
             df: dict[str, int] = {}
             for tokens in self.tokens:
                 for token in set(tokens):
@@ -156,16 +158,7 @@ class BM25Replay:
         idf, total = self.idf(), len(self.tokens)
         tokens = set(self.query_tokens[qid])
         weights = {t: idf.get(t, math.log1p(total)) for t in tokens}
-        held = set(self.tokens[self._position()[doc_id]])
+        held = set(self.tokens[self._positions[doc_id]])
         whole = sum(weights.values())
         return sum(w for t, w in weights.items() if t in held) / whole if whole else 0.0
 
-    def _position(self) -> dict[str, int]:
-        if not hasattr(self, "_positions"):
-            self._positions = {doc_id: i for i, doc_id in enumerate(self.doc_ids)}
-        return self._positions
-
-
-def replay_key() -> str:
-    """Changes when the tokenizer does, so lists of an older tokenizer are never reused."""
-    return f"tok{TOKENIZER_VERSION}"
