@@ -100,3 +100,28 @@ def test_rows_from_a_report_split_are_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps(_row("squad", "bm25", 0.9, split="report")) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="report split"):
         load_rows([path])
+
+
+def test_the_bm25_replay_scores_as_the_keyword_index_does(tmp_path: Path) -> None:
+    from rag.evaluation.retrieval import corpus_chunk
+    from rag.index.keywords import KeywordIndex
+    from rag.lab.replay import BM25Replay, BM25Setting
+
+    corpus = {"a": {"title": "Ibuprofen", "text": "The maximum daily dose of ibuprofen for adults is 1200 mg."},
+              "b": {"title": "Weather", "text": "Sunny weather and a light breeze in the afternoon."},
+              "c": {"title": "Dose", "text": "Dose adjustments for adults with kidney disease; ibuprofen dose."},
+              "d": {"title": "布洛芬", "text": "布洛芬每日最大剂量为1200毫克。"}}
+    queries = {"q1": "maximum ibuprofen dose for adults", "q2": "布洛芬的最大劑量"}
+    dataset = EvalDataset(name="t", corpus=corpus, queries=queries, qrels={"q1": {"a": 1}, "q2": {"d": 1}})
+    index = KeywordIndex(tmp_path / "bm25")
+    index.add_many({doc_id: [corpus_chunk(doc_id, entry)] for doc_id, entry in corpus.items()})
+    replay = BM25Replay(dataset)
+
+    lists = replay.lists(BM25Setting(k1=0.5, b=0.75, phrase_weight=0.5), depth=10)
+
+    for qid, text in queries.items():
+        expected = [(h.doc_id, h.score) for h in index.search(text, k=10, phrase_weight=0.5)]
+        assert [d for d, _ in lists[qid]] == [d for d, _ in expected]
+        assert [s for _, s in lists[qid]] == pytest.approx([s for _, s in expected])
+    assert replay.coverage("q1", "a") == 1.0 and replay.coverage("q1", "b") == 0.0
+    assert 0 < replay.coverage("q1", "c") < 1
