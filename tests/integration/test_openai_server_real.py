@@ -24,14 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from rag.answer.engine import AnswerEngine
+from rag.answer.engine import CitewiseQueryEngine
+from rag.answer.llm_runner import LLMRunner
 from rag.config import DEFAULT_HOME, RagConfig
 from rag.evaluation.answers import evaluate_answers
 from rag.index.store import DocumentStore
 from rag.ingest.ingestor import Ingestor
 from rag.models.assets import GGUF_MODELS
 from rag.models.llms import build_llm
-from rag.retrieval.pipeline import RetrievalPipeline
 from rag.runtime import build_router
 from tests import fixtures
 
@@ -126,10 +126,9 @@ def test_the_server_is_what_the_backend_talks_to(server: str) -> None:
 
 def test_streamed_answer_with_citations_and_the_gate_read_from_logprobs(config, served_llm, world) -> None:
     store, ids = world
-    engine = AnswerEngine(RetrievalPipeline(store), store, served_llm, embedder_for_checks=store.router,
-                          llm_backend="openai")
+    engine = CitewiseQueryEngine.from_config(config, store, LLMRunner(served_llm, backend="openai"))
 
-    stream = engine.stream("What is the maximum daily dose of ibuprofen for adults?", config)
+    stream = engine.stream("What is the maximum daily dose of ibuprofen for adults?")
     assert stream.sources, "the numbered sources are ready before the first token"
     pieces = list(stream)
     result = stream.result()
@@ -145,10 +144,10 @@ def test_streamed_answer_with_citations_and_the_gate_read_from_logprobs(config, 
 
 def test_the_gate_through_logprobs_separates_answerable_from_not(served_llm, world, config) -> None:
     store, ids = world
-    engine = AnswerEngine(RetrievalPipeline(store), store, served_llm, llm_backend="openai")
+    engine = CitewiseQueryEngine.from_config(config, store, LLMRunner(served_llm, backend="openai"))
 
-    unrelated = engine.answer("Which team won the 1998 football world cup final?", config)
-    answerable = engine.answer("What is the maximum daily dose of ibuprofen for adults?", config, doc_ids=[ids["en"]])
+    unrelated = engine.answer("Which team won the 1998 football world cup final?")
+    answerable = engine.answer("What is the maximum daily dose of ibuprofen for adults?", doc_ids=[ids["en"]])
 
     assert unrelated.abstained, unrelated.answer
     assert not answerable.abstained and "1200" in answerable.answer, answerable.answer

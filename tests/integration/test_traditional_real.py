@@ -9,8 +9,7 @@ import pytest
 from rag.config import RagConfig
 from rag.index.store import DocumentStore
 from rag.ingest.ingestor import Ingestor
-from rag.retrieval.pipeline import RetrievalPipeline
-from rag.runtime import build_router
+from rag.runtime import build_engine, build_router
 
 pytestmark = pytest.mark.integration
 
@@ -31,15 +30,15 @@ def test_traditional_and_simplified_documents_answer_questions_in_either_script(
         result = ingestor.ingest_path(path)
         assert result.ok, result.error
         ids[name] = result.doc_id
-    pipeline = RetrievalPipeline(store)
+    engine = build_engine(config, store=store, with_llm=False)
     try:
         for question, expected in (("锣鼓经是什么？", "taiwan"), ("鑼鼓經是什麼？", "taiwan"),
                                    ("布洛芬每日最大劑量是多少？", "mainland"), ("布洛芬每日最大剂量是多少？", "mainland")):
-            result = pipeline.retrieve(question, config)
+            result = engine.search(question)
             top = result.nodes[0].node
             assert top.metadata["doc_id"] == ids[expected], (question, [n.node.metadata["doc_id"] for n in result.nodes])
             bm25 = next(s for s in result.trace.stages if s.name == "bm25")
             assert bm25.candidates[0].doc_id == ids[expected], question  # the keyword side matches across scripts
-        assert pipeline.retrieve("锣鼓经是什么？", config).nodes[0].node.get_content() == TAIWAN  # shown as written
+        assert engine.search("锣鼓经是什么？").nodes[0].node.get_content() == TAIWAN  # shown as written
     finally:
         store.close()
