@@ -1,7 +1,10 @@
 """The document registry: one SQLite row per document, with its status and what ingest learned.
 
-Status moves pending → processing → completed | failed. A row still pending or processing when the
-store opens belongs to an ingest that died; the store cleans such rows up (see ``DocumentStore``).
+Status moves pending → processing → embedding → completed | failed. ``embedding``: the document is
+keyword-searchable and its vectors are being stored batch by batch (``rag.index.searchable``);
+``completed``: every chunk has its vector. A row still pending or processing when the store opens
+belongs to an ingest that died; the store cleans such rows up (see ``DocumentStore``). An
+``embedding`` row is kept: it stays keyword-searchable and its embedding resumes.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any
 
 from rag.documents import DocumentRecord
 
-STATUSES = ("pending", "processing", "completed", "failed")
+STATUSES = ("pending", "processing", "embedding", "completed", "failed")
+SEARCHABLE = ("embedding", "completed")  # statuses retrieval may return
 _COLUMNS = [f.name for f in fields(DocumentRecord)]
 
 

@@ -7,22 +7,24 @@ store purges whatever that document had written and marks it ``failed`` so it ca
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
 import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import chromadb
 
 from rag.config import RagConfig
 from rag.documents import Chunk, DocumentRecord, Page, Word
 from rag.index.embed_cache import EmbeddingCache
+from rag.index.embedding_ledger import EmbeddingLedger
 from rag.models.embedding_router import EmbedderRouter
 from rag.index.keywords import KeywordIndex
-from rag.index.registry import Registry
+from rag.index.registry import SEARCHABLE, Registry
 from rag.index.vectors import VectorStore, connect
 
 logger = logging.getLogger(__name__)
@@ -41,6 +43,7 @@ class DocumentStore:
         self.files_dir = root / "files"
         self.registry = Registry(root / "registry.sqlite3")
         self.cache = EmbeddingCache(root / "embed_cache.sqlite3")
+        self.ledger = EmbeddingLedger(root / "registry.sqlite3")  # vectors of keyword-searchable documents
         self.vectors = VectorStore(client or connect(config.storage), config.storage.collection)
         self.keywords = KeywordIndex(root / "bm25" / config.storage.collection)
         self.write_lock = threading.RLock()  # one writer at a time: ingest, delete, re-index
@@ -59,7 +62,12 @@ class DocumentStore:
         return record
 
     def completed_ids(self) -> set[str]:
+        """Documents with every chunk's vector stored."""
         return self.registry.ids_with_status("completed")
+
+    def searchable_ids(self) -> set[str]:
+        """Documents retrieval may return: completed ones and keyword-searchable ones still embedding."""
+        return set().union(*(self.registry.ids_with_status(status) for status in SEARCHABLE))
 
     @property
     def version(self) -> str:
@@ -84,6 +92,27 @@ class DocumentStore:
 
     # -- writes -------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def writing(self, operation: str) -> Iterator[None]:
+        """Hold the store's write lock for ``operation`` (re-entrant)."""
+        with self.write_lock:
+            yield
+
+    def write_vectors(self, model_chunks: dict[str, tuple[list[Chunk], Any]]) -> None:
+        """Store chunk vectors, per embedding model (model_id -> (chunks, their vectors))."""
+        with self.writing("writing vectors"):
+            for model_id, (chunks, vectors) in model_chunks.items():
+                self.vectors.add(model_id, [c.chunk_id for c in chunks], vectors, [c.text for c in chunks],
+                                 [c.metadata() for c in chunks])
+            self._version += 1
+
+    def write_keywords(self, chunks_by_doc: dict[str, list[Chunk]]) -> None:
+        """Store the chunks' texts and BM25 entries, replacing each document's earlier ones."""
+        with self.writing("writing keywords"):
+            self.keywords.add_many({doc_id: sorted(chunks, key=lambda c: c.index)
+                                    for doc_id, chunks in chunks_by_doc.items()})
+            self._version += 1
+
     def write_pages(self, doc_id: str, pages: list[Page]) -> None:
         data = [{"number": p.number, "text": p.text, "width": p.width, "height": p.height,
                  "words": [[w.text, list(w.box), w.start, w.end] for w in p.words]} for p in pages]
@@ -99,13 +128,12 @@ class DocumentStore:
             model_chunks: model_id -> (chunks, their vectors), as ``rag.ingest.ingestor.embed_chunks`` returns.
         """
         by_doc: dict[str, list[Chunk]] = {}
-        for model_id, (chunks, vectors) in model_chunks.items():
-            self.vectors.add(model_id, [c.chunk_id for c in chunks], vectors, [c.text for c in chunks],
-                             [c.metadata() for c in chunks])
+        for chunks, _vectors in model_chunks.values():
             for chunk in chunks:
                 by_doc.setdefault(chunk.doc_id, []).append(chunk)
-        self.keywords.add_many({doc_id: sorted(chunks, key=lambda c: c.index) for doc_id, chunks in by_doc.items()})
-        self._version += 1
+        with self.writing("writing chunks"):
+            self.write_vectors(model_chunks)
+            self.write_keywords(by_doc)
 
     def purge_index_entries(self, doc_id: str) -> None:
         """Remove a document's vectors and BM25 entries (not its registry row or file)."""
@@ -120,6 +148,7 @@ class DocumentStore:
             self.purge_index_entries(doc_id)
             shutil.rmtree(self.document_dir(doc_id), ignore_errors=True)
             self.registry.delete(doc_id)
+            self.ledger.delete(doc_id)
             logger.info("deleted document %s (%s)", doc_id, record.file_name)
             return record
 
@@ -159,6 +188,7 @@ class DocumentStore:
 
     def close(self) -> None:
         self.registry.close()
+        self.ledger.close()
         self.cache.close()
         self.keywords.close()
 

@@ -1,7 +1,14 @@
-"""Ingestion: a file becomes a registry row, a stored copy, page data, chunk vectors and BM25 entries.
+"""Ingestion: a file becomes a registry row, a stored copy, page data, BM25 entries and chunk vectors.
 
-Every failure ends in a specific message and, once a registry row exists, a ``failed`` row; nothing
-stored for other documents is touched. Stage timings are recorded for the ingest benchmark.
+Order: parse → chunk → keyword index + page data (the document is keyword-searchable from here, status
+``embedding``) → vectors, batch by batch (``rag.ingest.vector_fill``) → ``completed``. With a
+``BackgroundEmbedder`` the vectors follow on its thread and the ingest returns as soon as the document
+is searchable; without one they are stored before the ingest returns.
+
+Every failure before the keyword index ends in a specific message and, once a registry row exists, a
+``failed`` row; nothing stored for other documents is touched. A failure while embedding keeps the
+document keyword-searchable with the error recorded, to be resumed. Stage timings are recorded for
+the ingest benchmark; live progress goes to an ``IngestProgress``.
 """
 
 from __future__ import annotations
@@ -24,13 +31,19 @@ from rag.config import RagConfig
 from rag.ingest.metadata import generate_metadata
 from rag.documents import Chunk, DocumentRecord, ParsedDocument
 from rag.index.embed_cache import EmbeddingCache
+from rag.index.registry import SEARCHABLE
+from rag.index.searchable import publish_keywords
 from rag.models.embedding_router import model_id_of
+from rag.ingest.background import BackgroundEmbedder
 from rag.ingest.parse import SUPPORTED_EXTENSIONS, ParseError, parse_file
+from rag.ingest.progress import IngestProgress, tracking
+from rag.ingest.vector_fill import BATCH, fill_vectors
 from rag.index.store import DocumentStore
+from rag.models.priority import PROCESS_PRIORITY, Priority
 
 logger = logging.getLogger(__name__)
 
-Progress = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message)
+Report = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message), for bulk embedding
 _EMBED_PROGRESS_BATCH = 64
 
 
@@ -41,7 +54,7 @@ class IngestError(ValueError):
 @dataclass
 class IngestResult:
     file_name: str
-    status: str  # completed, failed, duplicate
+    status: str  # completed, searchable (vectors follow in the background, or stopped: see error), failed, duplicate
     doc_id: str = ""
     error: str = ""
     pages: int = 0
@@ -51,7 +64,8 @@ class IngestResult:
 
     @property
     def ok(self) -> bool:
-        return self.status == "completed"
+        """Stored and searchable (every vector stored, or still being stored in the background)."""
+        return self.status == "completed" or (self.status == "searchable" and not self.error)
 
 
 def validate_file_name(name: str) -> str:
@@ -72,12 +86,25 @@ def validate_file_name(name: str) -> str:
 
 
 class Ingestor:
-    def __init__(self, store: DocumentStore, config: RagConfig, *, metadata_llm: LLM | None = None) -> None:
+    """Stores files in ``store`` as ``config`` says.
+
+    Args:
+        store: The document store.
+        config: Chunking, embedding, storage and metadata settings.
+        metadata_llm: Writes document metadata when ``metadata.enabled``. Defaults to none.
+        background: Embeds vectors after the ingest returns. Defaults to none (embedded before it returns).
+        priority: Embedding batches wait while a question is in flight. Defaults to the process's.
+    """
+
+    def __init__(self, store: DocumentStore, config: RagConfig, *, metadata_llm: LLM | None = None,
+                 background: BackgroundEmbedder | None = None, priority: Priority = PROCESS_PRIORITY) -> None:
         self.store = store
         self.config = config
         self.metadata_llm = metadata_llm
+        self.background = background
+        self.priority = priority
 
-    def ingest_path(self, path: Path, *, progress: Progress | None = None) -> IngestResult:
+    def ingest_path(self, path: Path, *, progress: IngestProgress | None = None) -> IngestResult:
         path = Path(path)
         try:
             size = path.stat().st_size
@@ -87,8 +114,8 @@ class Ingestor:
             return IngestResult(path.name, "failed", error=self._too_large(path.name, size))
         return self.ingest_bytes(path.read_bytes(), path.name, progress=progress)
 
-    def ingest_bytes(self, data: bytes, file_name: str, *, progress: Progress | None = None) -> IngestResult:
-        report = progress or (lambda stage, fraction, message: None)
+    def ingest_bytes(self, data: bytes, file_name: str, *, progress: IngestProgress | None = None) -> IngestResult:
+        report = progress or IngestProgress(file_name)
         try:
             file_name = validate_file_name(file_name)
             if len(data) > self._max_bytes:
@@ -102,7 +129,7 @@ class Ingestor:
         doc_id = sha256[:16]
         with self.store.write_lock:
             existing = self.store.registry.by_sha256(sha256)
-            if existing and existing.status == "completed":
+            if existing and existing.status in SEARCHABLE:
                 return IngestResult(file_name, "duplicate", doc_id=existing.doc_id, pages=existing.pages,
                                     chunks=existing.chunks, language=existing.language,
                                     error=f"duplicate: this file is already stored as {existing.file_name!r} "
@@ -116,9 +143,9 @@ class Ingestor:
             self.store.registry.upsert(DocumentRecord(
                 doc_id=doc_id, file_name=file_name, sha256=sha256, status="pending",
                 file_type=Path(file_name).suffix.lower().lstrip("."), stored_path=str(stored)))
-            return self._process(doc_id, stored, file_name, report)
+        return self._process(doc_id, stored, file_name, report)
 
-    def reindex(self, doc_id: str, *, progress: Progress | None = None) -> IngestResult:
+    def reindex(self, doc_id: str, *, progress: IngestProgress | None = None) -> IngestResult:
         """Parse, chunk and embed a stored document again with the current config."""
         with self.store.write_lock:
             record = self.store.document(doc_id)
@@ -128,53 +155,68 @@ class Ingestor:
                 self.store.registry.update(doc_id, status="failed", error=error)
                 return IngestResult(record.file_name, "failed", doc_id=doc_id, error=error)
             self.store.purge_index_entries(doc_id)
-            return self._process(doc_id, stored, record.file_name, progress or (lambda *a: None))
+            self.store.ledger.delete(doc_id)
+            self.store.registry.update(doc_id, status="processing", error="")
+        return self._process(doc_id, stored, record.file_name, progress or IngestProgress(record.file_name))
 
     # -- the pipeline -------------------------------------------------------------------------
 
-    def _process(self, doc_id: str, stored: Path, file_name: str, report: Progress) -> IngestResult:
+    def _process(self, doc_id: str, stored: Path, file_name: str, report: IngestProgress) -> IngestResult:
         registry = self.store.registry
         registry.update(doc_id, status="processing", error="")
+        report.doc_id = doc_id
         timings: dict[str, float] = {}
+        begun = time.perf_counter()
         try:
             started = time.perf_counter()
-            report("parse", 0.0, f"Parsing {file_name}")
-            parsed = parse_file(stored, file_name=file_name)
+            report.stage("parse")
+            with tracking(report):
+                parsed = parse_file(stored, file_name=file_name)
             timings["parse"] = time.perf_counter() - started
 
             started = time.perf_counter()
-            report("chunk", 0.0, f"Chunking {len(parsed.pages)} pages")
+            report.stage("chunk", total=len(parsed.pages))
             chunks = self._chunk(parsed, doc_id)
             if not chunks:
                 raise ParseError(f"{file_name}: no extractable text")
             timings["chunk"] = time.perf_counter() - started
 
             started = time.perf_counter()
-            by_model = embed_chunks(self.store, chunks, report=report)
-            timings["embed"] = time.perf_counter() - started
-
-            started = time.perf_counter()
-            report("store", 0.0, "Storing vectors and keywords")
-            self.store.write_chunks(by_model)
-            self.store.write_pages(doc_id, parsed.pages)
-            timings["store"] = time.perf_counter() - started
-
+            report.stage("keywords", total=len(chunks))
             language = _dominant_language(chunks)
-            extra = self._metadata(parsed, timings)
-            registry.update(doc_id, status="completed", pages=len(parsed.pages), chunks=len(chunks),
-                            language=language, error="", **extra)
-            report("done", 1.0, f"{file_name}: {len(chunks)} chunks from {len(parsed.pages)} pages")
-            return IngestResult(file_name, "completed", doc_id=doc_id, pages=len(parsed.pages),
-                                chunks=len(chunks), language=language, timings=timings)
+            publish_keywords(self.store, doc_id, chunks, parsed.pages, pages=len(parsed.pages), language=language)
+            report.searchable()
+            timings["keywords"] = time.perf_counter() - started
+            timings["searchable"] = time.perf_counter() - begun
         except Exception as exc:  # noqa: BLE001 - every failure must end in a failed row, not a crash
             message = str(exc) if isinstance(exc, (ParseError, IngestError)) else f"{type(exc).__name__}: {exc}"
             if not isinstance(exc, (ParseError, IngestError)):
                 logger.exception("ingest of %s failed", file_name)
             self.store.purge_index_entries(doc_id)
+            self.store.ledger.delete(doc_id)
             registry.update(doc_id, status="failed", error=message, chunks=0)
             if isinstance(exc, ParseError):  # the bytes are useless; keep the row so the user sees why
                 shutil.rmtree(self.store.document_dir(doc_id), ignore_errors=True)
+            report.finish(error=message)
             return IngestResult(file_name, "failed", doc_id=doc_id, error=message, timings=timings)
+
+        extra = self._metadata(parsed, timings)
+        if extra:
+            registry.update(doc_id, **extra)
+        result = IngestResult(file_name, "searchable", doc_id=doc_id, pages=len(parsed.pages), chunks=len(chunks),
+                              language=language, timings=timings)
+        if self.background is not None:
+            self.background.submit(doc_id, report)
+            return result
+        fill = fill_vectors(self.store, doc_id, batch_size=BATCH, priority=self.priority, progress=report)
+        timings["embed"] = fill.seconds
+        if fill.status == "completed":
+            report.finish()
+            result.status = "completed"
+        else:
+            result.error = fill.error or f"embedding {fill.status}"
+            report.finish(error=result.error)
+        return result
 
     def _chunk(self, parsed: ParsedDocument, doc_id: str) -> list[Chunk]:
         embed_fn = None
@@ -202,7 +244,7 @@ class Ingestor:
                 "(storage.max_file_mb)")
 
 
-def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress | None = None,
+def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Report | None = None,
                  cache: EmbeddingCache | None = None) -> dict[str, tuple[list[Chunk], np.ndarray]]:
     """Embed chunks with the model for their language, through the embedding cache.
 

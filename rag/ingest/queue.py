@@ -1,5 +1,10 @@
-"""A background ingest worker, so that a long ingest (Chinese text embeds at ~6 chunks/s) never
-blocks the app: pages submit files and poll job progress.
+"""A background ingest worker, so that a long ingest never blocks the app: pages submit files and poll
+job progress.
+
+The worker parses, chunks and keyword-indexes one file at a time and hands its vectors to the
+``BackgroundEmbedder`` (a job is ``embedding`` from then on, and the document is already found by
+keyword search), so the next file is parsed while the previous one is embedded. A job is ``done``
+when its document is completely embedded (or failed).
 
 One worker serves every browser session of a server, so each job remembers the session (``owner``)
 that submitted it: a session lists and clears only its own jobs. Files wait in memory until the
@@ -17,7 +22,10 @@ import time
 from dataclasses import dataclass, field
 
 from rag.config import RagConfig
+from rag.ingest.background import BackgroundEmbedder
 from rag.ingest.ingestor import IngestResult, Ingestor
+from rag.ingest.progress import IngestProgress, ProgressView
+from rag.ingest.vector_fill import FillResult
 from rag.index.store import DocumentStore
 
 logger = logging.getLogger(__name__)
@@ -35,25 +43,34 @@ class IngestJob:
     job_id: int
     file_name: str
     owner: str = ""  # the submitting session; "" for the CLI and tests
-    size: int = 0  # bytes held in memory until the job is done
-    state: str = "queued"  # queued, running, done
-    stage: str = ""
-    fraction: float = 0.0
-    message: str = "waiting"
+    size: int = 0  # bytes held in memory until the file is parsed
+    state: str = "queued"  # queued, running (parse → keyword index), embedding (keyword-searchable), done
     result: IngestResult | None = None
     submitted_at: float = field(default_factory=time.time)
+    progress: IngestProgress | None = None
+
+    def view(self) -> ProgressView:
+        """The job's stage, counters, rate and time left now."""
+        if self.progress is None:
+            self.progress = IngestProgress(self.file_name)
+        return self.progress.view()
 
 
 class IngestQueue:
-    def __init__(self, store: DocumentStore, *, max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES) -> None:
+    def __init__(self, store: DocumentStore, *, max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES,
+                 embedder: BackgroundEmbedder | None = None) -> None:
         """Start the worker thread.
 
         Args:
             store: Where documents are indexed.
-            max_queued_bytes: Cap on the bytes of files submitted and not yet done (waiting or running).
+            max_queued_bytes: Cap on the bytes of files submitted and not yet parsed (waiting or running).
+            embedder: Stores the vectors after each file is keyword-searchable. Defaults to a new one
+                (which also resumes documents left embedding).
         """
         self._store = store
         self.max_queued_bytes = max_queued_bytes
+        self.embedder = embedder or BackgroundEmbedder(store)
+        self.embedder.add_listener(self._embedded)
         self._jobs: dict[int, IngestJob] = {}
         self._pending: queue.Queue[tuple[IngestJob, bytes, RagConfig]] = queue.Queue()
         self._ids = itertools.count(1)
@@ -74,7 +91,8 @@ class IngestQueue:
                     f"{file_name} ({_size(len(data))}) was not queued: {_size(waiting)} of uploads are already waiting "
                     f"to be indexed and the limit is {_size(self.max_queued_bytes)}. Upload it again when those "
                     "have been indexed.")
-            job = IngestJob(next(self._ids), file_name, owner=owner, size=len(data))
+            job = IngestJob(next(self._ids), file_name, owner=owner, size=len(data),
+                            progress=IngestProgress(file_name))
             self._jobs[job.job_id] = job
         self._pending.put((job, data, config))
         return job
@@ -100,7 +118,7 @@ class IngestQueue:
                           if j.state != "done" or (owner is not None and j.owner != owner)}
 
     def _waiting_bytes(self) -> int:
-        return sum(j.size for j in self._jobs.values() if j.state != "done")
+        return sum(j.size for j in self._jobs.values() if j.state in ("queued", "running"))
 
     def wait(self, timeout: float = 600.0) -> None:
         """Block until every submitted job is done (for the CLI and tests)."""
@@ -114,19 +132,30 @@ class IngestQueue:
         while True:
             job, data, config = self._pending.get()
             job.state = "running"
-
-            def progress(stage: str, fraction: float, message: str, job: IngestJob = job) -> None:
-                job.stage, job.fraction, job.message = stage, fraction, message
-
             try:
-                job.result = Ingestor(self._store, config).ingest_bytes(data, job.file_name, progress=progress)
+                result = Ingestor(self._store, config, background=self.embedder).ingest_bytes(
+                    data, job.file_name, progress=job.progress)
             except Exception as exc:  # noqa: BLE001 - the worker must survive any one file
                 logger.exception("ingest job %s crashed", job.file_name)
-                job.result = IngestResult(job.file_name, "failed", error=f"{type(exc).__name__}: {exc}")
+                result = IngestResult(job.file_name, "failed", error=f"{type(exc).__name__}: {exc}")
             data = b""  # release the upload now, not when the next file arrives
-            job.message = job.result.error or job.message
-            job.fraction = 1.0
-            job.state = "done"
+            with self._lock:
+                job.result = result
+                job.state = "embedding" if result.status == "searchable" and not result.error else "done"
+                finished = self.embedder.result(result.doc_id) if job.state == "embedding" else None
+            if finished is not None and not self.embedder.active(result.doc_id):
+                self._embedded(finished)  # embedded before this thread got here (a small file)
+
+    def _embedded(self, fill: FillResult) -> None:
+        """The background embedder finished a document: its job is done (completed, or failed with why)."""
+        with self._lock:
+            for job in self._jobs.values():
+                if job.state == "embedding" and job.result is not None and job.result.doc_id == fill.doc_id:
+                    if fill.status == "completed":
+                        job.result.status = "completed"
+                    elif fill.status != "stopped":
+                        job.result.error = fill.error or "the document was deleted or re-indexed while it was embedded"
+                    job.state = "done" if fill.status != "stopped" else job.state
 
 
 def _size(size: int) -> str:

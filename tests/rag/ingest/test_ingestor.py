@@ -26,7 +26,7 @@ def test_pdf_is_parsed_chunked_embedded_and_stored(ingestor: Ingestor, store: Do
     result = ingestor.ingest_path(path)
     assert result.ok, result.error
     assert result.pages == 3 and result.chunks > 0 and result.language == "en"
-    assert set(result.timings) == {"parse", "chunk", "embed", "store"}
+    assert set(result.timings) == {"parse", "chunk", "keywords", "searchable", "embed"}
 
     record = store.document(result.doc_id)
     assert record.status == "completed" and record.chunks == result.chunks

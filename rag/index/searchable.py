@@ -1,0 +1,163 @@
+"""Keyword-searchable first, vectors after: the store's write steps for a document that is embedded
+in the background.
+
+    publish_keywords   BM25 entries + page data + registry ``embedding`` + ledger 0/N   (one write step)
+    add_vectors        one batch of vectors + ledger n/N, only while the row is still ``embedding``
+    finish_embedding   registry ``completed``, only when Chroma holds a vector for every chunk
+
+Each step holds the library's write lock, so a delete (or a re-index) either happens before a step —
+which then sees the row gone or changed and stores nothing — or after it. A crash between steps leaves
+an ``embedding`` row whose keywords are complete and whose vectors are a subset; ``missing_chunks``
+reads what Chroma actually holds, so resuming embeds exactly the rest, and ``completed`` is never
+written while a vector is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from rag.documents import Chunk, Page
+from rag.models.embedding_router import model_id_of
+
+if TYPE_CHECKING:
+    from rag.index.store import DocumentStore
+
+logger = logging.getLogger(__name__)
+
+EMBEDDING = "embedding"
+
+
+@dataclass(frozen=True)
+class KeywordOnly:
+    """A document retrieval finds by keywords while its vectors are still being stored."""
+
+    doc_id: str
+    file_name: str
+    embedded: int
+    total: int
+    error: str = ""  # why embedding stopped, when it did
+
+    def describe(self) -> str:
+        stopped = f"; embedding stopped: {self.error}" if self.error else ""
+        return f"{self.file_name} ({self.embedded}/{self.total} chunks embedded{stopped})"
+
+
+@dataclass
+class MissingVectors:
+    """Chunks of one document whose vectors are not stored yet, grouped by the model that embeds them."""
+
+    by_model: dict[str, tuple[Any, list[Chunk]]]  # model_id -> (embedder, chunks)
+    total: int
+
+    @property
+    def missing(self) -> int:
+        return sum(len(chunks) for _, chunks in self.by_model.values())
+
+    @property
+    def embedded(self) -> int:
+        return self.total - self.missing
+
+
+def publish_keywords(store: DocumentStore, doc_id: str, chunks: Sequence[Chunk], page_data: Sequence[Page],
+                     **fields: Any) -> None:
+    """Make a parsed, chunked document keyword-searchable and mark it ``embedding`` (0 of N vectors).
+
+    Args:
+        store: The document store.
+        doc_id: The document.
+        chunks: All its chunks.
+        page_data: Its pages (text and word boxes, for highlights).
+        **fields: Registry fields learned at ingest (pages, language, ...).
+    """
+    with store.writing(f"indexing keywords of {doc_id}"):
+        store.write_keywords({doc_id: list(chunks)})
+        store.write_pages(doc_id, list(page_data))
+        store.ledger.set(doc_id, 0, len(chunks))
+        store.registry.update(doc_id, status=EMBEDDING, chunks=len(chunks), error="", **fields)
+
+
+def missing_chunks(store: DocumentStore, doc_id: str) -> MissingVectors:
+    """What Chroma does not hold yet for ``doc_id``'s chunks (all of them for a fresh document)."""
+    chunks = store.chunks(doc_id)
+    groups: dict[str, tuple[Any, list[Chunk]]] = {}
+    for chunk in chunks:
+        embedder = store.router.for_language(chunk.language)
+        groups.setdefault(model_id_of(embedder), (embedder, []))[1].append(chunk)
+    by_model: dict[str, tuple[Any, list[Chunk]]] = {}
+    for model_id, (embedder, group) in groups.items():
+        stored = set(store.vectors.get(model_id, [c.chunk_id for c in group])) if model_id in _models(store) else set()
+        rest = [c for c in group if c.chunk_id not in stored]
+        if rest:
+            by_model[model_id] = (embedder, rest)
+    return MissingVectors(by_model, len(chunks))
+
+
+def add_vectors(store: DocumentStore, doc_id: str, model_id: str, chunks: Sequence[Chunk], vectors: Any,
+                *, embedded: int) -> bool:
+    """Store one batch of ``doc_id``'s vectors and count ``embedded`` chunks done; False (nothing stored)
+    when the document was deleted, re-indexed or finished meanwhile."""
+    with store.writing(f"embedding {doc_id}"):
+        record = store.registry.get(doc_id)
+        if record is None or record.status != EMBEDDING or not _same_chunks(store, doc_id, chunks):
+            return False
+        store.write_vectors({model_id: (list(chunks), vectors)})
+        store.ledger.set(doc_id, embedded, record.chunks)
+        return True
+
+
+def finish_embedding(store: DocumentStore, doc_id: str) -> bool:
+    """Mark ``doc_id`` ``completed`` if Chroma holds every chunk's vector; False (unchanged) otherwise."""
+    with store.writing(f"completing {doc_id}"):
+        record = store.registry.get(doc_id)
+        if record is None or record.status != EMBEDDING:
+            return False
+        left = missing_chunks(store, doc_id)
+        if left.missing:
+            logger.warning("%s: %d of %d vectors still missing; not marking it completed", doc_id, left.missing,
+                           left.total)
+            store.ledger.set(doc_id, left.embedded, left.total)
+            return False
+        store.registry.update(doc_id, status="completed", error="")
+        store.ledger.delete(doc_id)
+        return True
+
+
+def stop_embedding(store: DocumentStore, doc_id: str, error: str) -> None:
+    """Record why ``doc_id``'s embedding stopped; it stays keyword-searchable and can be resumed."""
+    with store.writing(f"noting embedding failure of {doc_id}"):
+        state = store.ledger.get(doc_id)
+        record = store.registry.get(doc_id)
+        if record is not None and record.status == EMBEDDING:
+            store.ledger.set(doc_id, state.embedded if state else 0, record.chunks, error=error)
+
+
+def keyword_only(store: DocumentStore, doc_ids: Sequence[str] | None = None) -> list[KeywordOnly]:
+    """Documents (of ``doc_ids``, or all) that retrieval finds by keywords while vectors are missing."""
+    waiting = store.registry.ids_with_status(EMBEDDING)
+    if doc_ids is not None:
+        waiting &= set(doc_ids)
+    if not waiting:
+        return []
+    states = store.ledger.all()
+    found = []
+    for doc_id in sorted(waiting):
+        record = store.registry.get(doc_id)
+        if record is None:
+            continue
+        state = states.get(doc_id)
+        found.append(KeywordOnly(doc_id, record.file_name, state.embedded if state else 0, record.chunks,
+                                 state.error if state else ""))
+    return found
+
+
+def _same_chunks(store: DocumentStore, doc_id: str, chunks: Sequence[Chunk]) -> bool:
+    """The batch's chunks are still the document's (a re-index meanwhile made new ones)."""
+    current = store.keywords.get([c.chunk_id for c in chunks])
+    return len(current) == len(chunks) and all(
+        current[c.chunk_id].doc_id == doc_id and current[c.chunk_id].text == c.text for c in chunks)
+
+
+def _models(store: DocumentStore) -> set[str]:
+    return set(store.vectors.model_ids())

@@ -1,0 +1,103 @@
+"""Embed a keyword-searchable document in small batches, storing each batch as soon as it is done.
+
+The document is already found by keyword search (``rag.index.searchable.publish_keywords``); this adds
+its vectors. Each batch waits for its turn (``rag.models.priority``: a question being answered goes
+first), is embedded through the embedding cache, and is added to Chroma at once, so vector search finds
+the chunks embedded so far. It starts from what Chroma already holds, so the same call resumes a
+document whose embedding was interrupted (a restart, a crash, an error).
+
+Chunks are embedded shortest first within each model: for the sentence-transformers models a batch of
+similar lengths pads less; the vectors do not depend on the order.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from rag.index.searchable import EMBEDDING, add_vectors, finish_embedding, missing_chunks, stop_embedding
+from rag.index.store import DocumentStore
+from rag.ingest.progress import IngestProgress
+from rag.models.priority import PROCESS_PRIORITY, Priority
+
+logger = logging.getLogger(__name__)
+
+BATCH = 8  # chunks per background batch: a question waits for at most one (see docs/ingest-speed.md)
+
+
+@dataclass
+class FillResult:
+    """How one run over a document ended.
+
+    ``status``: ``completed`` (every vector stored), ``stopped`` (asked to stop; resumable),
+    ``gone`` (deleted or re-indexed meanwhile; nothing more to do), ``failed`` (an error; the document
+    stays keyword-searchable and the error is recorded for a retry).
+    """
+
+    doc_id: str
+    status: str
+    embedded: int = 0  # chunks with vectors at the end
+    total: int = 0
+    computed: int = 0  # chunks embedded by this run (cache misses and hits both count)
+    seconds: float = 0.0
+    waited_s: float = 0.0  # of which waiting for questions
+    error: str = ""
+
+
+def fill_vectors(store: DocumentStore, doc_id: str, *, batch_size: int = BATCH,
+                 priority: Priority = PROCESS_PRIORITY, progress: IngestProgress | None = None,
+                 stop: threading.Event | None = None) -> FillResult:
+    """Store the missing vectors of ``doc_id`` (status ``embedding``), batch by batch, then mark it completed.
+
+    Args:
+        store: The document store.
+        doc_id: A document whose keywords are published.
+        batch_size: Chunks per batch. Defaults to ``BATCH``.
+        priority: Whose turn it is; batches wait while a question is in flight. Defaults to the process's.
+        progress: Advanced after every batch (stage ``embedding``). Defaults to none.
+        stop: Set to stop after the current batch. Defaults to none.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    started = time.perf_counter()
+    result = FillResult(doc_id, "gone")
+    try:
+        record = store.registry.get(doc_id)
+        if record is None or record.status != EMBEDDING:
+            return result
+        missing = missing_chunks(store, doc_id)
+        result.total, result.embedded = missing.total, missing.embedded
+        if progress is not None:
+            progress.stage("embedding", total=missing.total, done=missing.embedded)
+        for model_id, (embedder, chunks) in missing.by_model.items():
+            chunks = sorted(chunks, key=lambda c: len(c.text))
+            for start in range(0, len(chunks), batch_size):
+                if stop is not None and stop.is_set():
+                    result.status = "stopped"
+                    return result
+                result.waited_s += priority.wait_for_turn(stop=stop)
+                batch = chunks[start:start + batch_size]
+                vectors = store.cache.embed(model_id, [c.text for c in batch], embedder.get_text_embedding_batch)
+                if not add_vectors(store, doc_id, model_id, batch, vectors, embedded=result.embedded + len(batch)):
+                    return result  # deleted or re-indexed meanwhile: the batch is dropped
+                result.embedded += len(batch)
+                result.computed += len(batch)
+                if progress is not None:
+                    progress.advance(result.embedded)
+        result.status = "completed" if finish_embedding(store, doc_id) else "gone"
+        if result.status == "gone" and store.registry.get(doc_id) is not None:
+            result.status, result.error = "failed", "vectors are still missing after embedding every chunk"
+            stop_embedding(store, doc_id, result.error)
+        return result
+    except Exception as exc:  # noqa: BLE001 - the document stays keyword-searchable; the error is kept
+        logger.exception("embedding %s failed", doc_id)
+        result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
+        try:
+            stop_embedding(store, doc_id, result.error)
+        except Exception:  # noqa: BLE001 - the store itself failing: the log above says why
+            logger.exception("could not record why embedding %s stopped", doc_id)
+        return result
+    finally:
+        result.seconds = time.perf_counter() - started
