@@ -53,6 +53,10 @@ def stage_notes(trace: Mapping[str, Any]) -> list[str]:
                 notes.append(f"{stage['name']} {kind}: {label(text)}")
         if stage["name"] == "final":
             notes.extend(f"final: {label(note)}" for note in stage.get("notes", []))
+    for doc in ((trace.get("retrieval") or {}).get("details") or {}).get("keyword_only", []):
+        stopped = f"; embedding stopped: {label(doc['error'])}" if doc.get("error") else ""
+        notes.append(f"keyword-only for now: {label(doc['file_name'])} — {int(doc['embedded'])} of "
+                     f"{int(doc['total'])} chunks have vectors, so vector search sees only those{stopped}")
     if trace.get("retrieval_cached"):
         notes.append("retrieval came from the result cache (same question and settings)")
     return notes

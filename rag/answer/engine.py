@@ -126,7 +126,7 @@ class CitewiseQueryEngine(BaseQueryEngine):
     def _check_filter(self, doc_ids: Sequence[str] | None) -> list[str] | None:
         if doc_ids is None:
             return None
-        unknown = sorted(set(doc_ids) - self.store.completed_ids())
+        unknown = sorted(set(doc_ids) - self.store.searchable_ids())
         if unknown:
             raise QueryError(f"unknown or unfinished documents in the filter: {', '.join(unknown)}")
         return sorted(set(doc_ids))

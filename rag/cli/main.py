@@ -84,23 +84,17 @@ def _expand(paths: list[Path]) -> list[Path]:
 
 
 def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
-    from tqdm import tqdm
-
+    from rag.cli.progress_lines import ProgressPrinter
     from rag.ingest.ingestor import Ingestor
+    from rag.ingest.progress import IngestProgress
     from rag.runtime import build_store
 
     store = build_store(config)
     ingestor = Ingestor(store, config)
     results = []
     for path in _expand(args.paths):
-        with tqdm(total=100, desc=path.name[:40], unit="%", file=sys.stderr, leave=False,
-                  disable=args.json or not sys.stderr.isatty()) as bar:
-            def progress(stage: str, fraction: float, message: str, bar=bar) -> None:
-                bar.set_postfix_str(stage)
-                bar.n = int(_overall(stage, fraction) * 100)
-                bar.refresh()
-
-            result = ingestor.ingest_path(path, progress=progress)
+        # stage, n/N, rate and time left on stderr (stdout stays the result lines or JSON)
+        result = ingestor.ingest_path(path, progress=IngestProgress(path.name, on_change=ProgressPrinter()))
         results.append(result)
         if not args.json:
             detail = (f"{result.pages} pages, {result.chunks} chunks, {result.language}" if result.ok
@@ -108,32 +102,35 @@ def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
             print(f"{result.status:<10} {result.doc_id or '-':<17} {result.file_name}  {detail}")
     if args.json:
         print(json.dumps([asdict(r) for r in results], ensure_ascii=False, indent=2))
-    return 1 if any(r.status == "failed" for r in results) else 0
-
-
-_STAGE_SPAN = {"parse": (0.0, 0.1), "chunk": (0.1, 0.15), "embed": (0.15, 0.9), "store": (0.9, 1.0),
-               "done": (1.0, 1.0)}
-
-
-def _overall(stage: str, fraction: float) -> float:
-    low, high = _STAGE_SPAN.get(stage, (0.0, 1.0))
-    return low + (high - low) * fraction
+    return 1 if any(not r.ok and r.status != "duplicate" for r in results) else 0
 
 
 def _cmd_docs(args: argparse.Namespace, config: RagConfig) -> int:
     from rag.runtime import build_store
 
-    records = build_store(config).documents()
+    from rag.index.searchable import keyword_only
+
+    store = build_store(config)
+    records = store.documents()
+    partial = {k.doc_id: k for k in keyword_only(store)}
     if args.json:
         keys = ("doc_id", "file_name", "status", "pages", "chunks", "language", "error")
-        print(json.dumps([{("id" if k == "doc_id" else k): getattr(r, k) for k in keys} for r in records],
-                         ensure_ascii=False, indent=2))
+        rows = [{("id" if k == "doc_id" else k): getattr(r, k) for k in keys} for r in records]
+        for row in rows:
+            state = partial.get(row["id"])
+            row["embedded"] = state.embedded if state else (row["chunks"] if row["status"] == "completed" else 0)
+            if state and state.error:
+                row["error"] = f"embedding stopped: {state.error}"
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
         return 0
     if not records:
         print("no documents")
     for r in records:
-        print(f"{r.doc_id}  {r.status:<10} {r.pages:>5}p {r.chunks:>6}c {r.language or '-':<3} {r.file_name}"
-              + (f"  ({r.error})" if r.error else ""))
+        state = partial.get(r.doc_id)
+        status = f"{r.status} {state.embedded}/{state.total}" if state else r.status
+        error = f"embedding stopped: {state.error}" if state and state.error else r.error
+        print(f"{r.doc_id}  {status:<10} {r.pages:>5}p {r.chunks:>6}c {r.language or '-':<3} {r.file_name}"
+              + (f"  ({error})" if error else ""))
     return 0
 
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from rag.documents import Chunk, Page
 from rag.models.embedding_router import model_id_of
 
-if TYPE_CHECKING:
-    from rag.index.store import DocumentStore
+# the store's own methods call these, so they take it untyped (``rag.index.store.DocumentStore``)
+DocumentStore = Any
 
 logger = logging.getLogger(__name__)
 

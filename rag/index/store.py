@@ -14,7 +14,7 @@ import shutil
 import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import chromadb
 
@@ -25,6 +25,7 @@ from rag.index.embedding_ledger import EmbeddingLedger
 from rag.models.embedding_router import EmbedderRouter
 from rag.index.keywords import KeywordIndex
 from rag.index.registry import SEARCHABLE, Registry
+from rag.index.searchable import KeywordOnly, keyword_only
 from rag.index.vectors import VectorStore, connect
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,10 @@ class DocumentStore:
     def completed_ids(self) -> set[str]:
         """Documents with every chunk's vector stored."""
         return self.registry.ids_with_status("completed")
+
+    def keyword_only(self, doc_ids: Sequence[str] | None = None) -> list[KeywordOnly]:
+        """Documents (of ``doc_ids``, or all) found by keywords while their vectors are still being stored."""
+        return keyword_only(self, doc_ids)
 
     def searchable_ids(self) -> set[str]:
         """Documents retrieval may return: completed ones and keyword-searchable ones still embedding."""

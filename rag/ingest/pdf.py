@@ -30,6 +30,7 @@ from rag.text.language import CJK_RE
 from rag.ingest.parse_errors import CorruptFileError, EmptyDocumentError, EncryptedFileError, NoTextError
 from rag.ingest.pdf_headings import LineInfo, detect_headings, first_page_title
 from rag.ingest.pdf_layout import TEXT_FLAGS, is_hyphen_break, line_join, read_layout
+from rag.ingest.progress import page_done
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ def _read_pages(pdf: pymupdf.Document, file_name: str) -> tuple[list[Page], list
             page, page_lines = Page(number=number, text="", width=rect.width, height=rect.height), []
         pages.append(page)
         lines.extend(page_lines)
+        page_done("parse", number, pdf.page_count)
     return pages, lines
 
 

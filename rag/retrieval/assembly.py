@@ -70,7 +70,8 @@ def build_retrieval(config: RagConfig, store: Any, *, llm: Any = None, reranker:
     settings = config.retrieval
     candidates = settings.candidate_k
     retriever: BaseRetriever = FusionRetriever.from_config({
-        "vector": VectorRetriever(store.vectors, store.router, top_k=candidates),
+        "vector": VectorRetriever(store.vectors, store.router, top_k=candidates,
+                                  keyword_only=getattr(store, "keyword_only", None)),
         "bm25": KeywordRetriever(store.keywords, top_k=candidates, phrase_weight=settings.phrase_weight),
     }, settings)
     if enhancer is None and llm is not None:

@@ -7,6 +7,8 @@ and reflection's widening come with each ``SearchQuery`` and are applied inside 
 
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
+
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -30,22 +32,28 @@ class VectorRetriever(BaseRetriever):
     unrelated text), so the spaces are interleaved rank by rank; each node keeps its own cosine as
     its score. A Chinese query skips spaces whose model cannot read Chinese. What was not searched and
     why (vectors of a model no longer configured, a configured model that stands in for a missing one)
-    goes into the running stage of the query's trace.
+    goes into the running stage of the query's trace, and so do the documents in the query's scope that
+    are keyword-searchable while their vectors are still being stored (``details["keyword_only"]``):
+    vector search simply sees fewer of their chunks.
 
     Args:
         vectors: The Chroma collections.
         router: The configured embedders (and their query-vector cache).
         top_k: Candidates per search (doubled per reflection widening).
+        keyword_only: ``doc_ids or None -> [KeywordOnly]`` (``DocumentStore.keyword_only``). Defaults to none.
     """
 
-    def __init__(self, vectors: VectorStore, router: EmbedderRouter, *, top_k: int) -> None:
+    def __init__(self, vectors: VectorStore, router: EmbedderRouter, *, top_k: int,
+                 keyword_only: Callable[[Sequence[str] | None], Sequence[Any]] | None = None) -> None:
         super().__init__()
         self._vectors = vectors
         self._router = router
         self._top_k = top_k
+        self._keyword_only = keyword_only
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = as_search_query(query_bundle)
+        self._note_keyword_only(query)
         top_k = expanded(self._top_k, query.expansion, doubling=True)
         language = detect_language(query.query_str)
         spaces = self._spaces(language)
@@ -73,6 +81,18 @@ class VectorRetriever(BaseRetriever):
                     merged.append(chunk_node(Chunk.from_metadata(hits[rank].text, hits[rank].metadata),
                                              hits[rank].score))
         return merged[:top_k]
+
+    def _note_keyword_only(self, query: Any) -> None:
+        if self._keyword_only is None:
+            return
+        partial = list(self._keyword_only(query.doc_ids))
+        if not partial:
+            return
+        query.trace.details["keyword_only"] = [
+            {"doc_id": p.doc_id, "file_name": p.file_name, "embedded": p.embedded, "total": p.total,
+             "error": p.error} for p in partial]
+        report(query, note="keyword-only for now (vectors still being stored): "
+                           + "; ".join(p.describe() for p in partial))
 
     def _spaces(self, language: str) -> list[str]:
         stored = self._vectors.model_ids()

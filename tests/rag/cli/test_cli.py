@@ -33,7 +33,8 @@ def test_ingest_docs_search_delete(tmp_path: Path, capsys) -> None:
     assert main(["docs", "--json"]) == 0
     docs = json.loads(capsys.readouterr().out)
     assert {d["file_name"] for d in docs} == {r["file_name"] for r in ingested}
-    assert set(docs[0]) == {"id", "file_name", "status", "pages", "chunks", "language", "error"}
+    assert set(docs[0]) == {"id", "file_name", "status", "pages", "chunks", "embedded", "language", "error"}
+    assert all(d["embedded"] == d["chunks"] > 0 for d in docs)
 
     assert main(["search", fixtures.EN_FACT, "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
