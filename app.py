@@ -15,6 +15,12 @@ import ui.preload  # noqa: E402, F401  (the heavy imports, once, before sessions
 # while an emoji one is drawn from a data: URL (the app makes no request off the machine)
 st.set_page_config(page_title="Citewise", page_icon="📖", layout="wide")
 
+from ui.resources import get_ingest_queue  # noqa: E402
+from ui.state import current_config  # noqa: E402
+
+# the background embedder resumes documents left keyword-only (a restart mid-embedding), whichever page opens
+get_ingest_queue(current_config())
+
 pages = [
     st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
     st.Page("pages/documents.py", title="Documents", icon=":material/description:"),

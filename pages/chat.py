@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rag.index.registry import SEARCHABLE
 from rag.answer.types import ChatTurn
 from rag.answer.transcript import to_json, to_markdown
 from ui.answer_view import render_result, stream_answer
@@ -24,7 +25,7 @@ HISTORY_MESSAGES = 12  # what the answer engine is given (it condenses over fewe
 config = current_config()
 store = get_store(config)
 messages: list[dict] = st.session_state.setdefault(MESSAGES_KEY, [])
-ready = {r.doc_id: r.file_name for r in store.documents() if r.status == "completed"}
+ready = {r.doc_id: r.file_name for r in store.documents() if r.status in SEARCHABLE}  # keyword-only ones too
 
 with st.sidebar:
     use_kb = st.toggle("Use knowledge base", value=True, key="chat_use_kb",

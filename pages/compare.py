@@ -23,7 +23,7 @@ RESULTS_KEY = "compare_results"
 
 store = get_store(current_config())
 st.title("Compare")
-if not store.completed_ids():
+if not store.searchable_ids():
     st.info("No documents are indexed yet. Add some on the Documents page, then compare settings here.",
             icon=":material/info:")
     st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:")

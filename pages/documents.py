@@ -1,8 +1,12 @@
 """Documents: upload, watch ingest progress, inspect, re-index and delete.
 
+A document is keyword-searchable as soon as it is parsed and chunked; its vectors follow in the
+background. Progress shows each document's stage, n of N, rate and time left; the library shows both
+searchable states, and a document whose embedding stopped can be resumed with one click.
+
 File names and chunk text are hostile: labels go through ``ui.safe_text.label``, table cells and
 options through ``plain``. The ingest worker is shared by every session, so this page lists and
-clears only the jobs this browser session submitted.
+clears only the jobs this browser session submitted (embedding in the background is shown for all).
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import pandas as pd
 import streamlit as st
 
 from rag.answer.render import render_page_png
+from rag.index.registry import SEARCHABLE
 from rag.ingest.parse import SUPPORTED_EXTENSIONS
 from rag.ingest.queue import QueueFullError
+from ui.ingest_view import keyword_only_notice, library_rows, show_progress
 from ui.reindex import reindex_documents
 from ui.resources import get_ingest_queue, get_store
 from ui.safe_text import escape_markdown, label, plain
@@ -50,14 +56,19 @@ if submitted and uploads:
 @st.fragment(run_every=1.0)
 def ingest_progress() -> None:
     current = jobs.jobs(owner)
-    if not current:
+    mine = {job.result.doc_id for job in current if job.result is not None}
+    others = [doc_id for doc_id in jobs.embedder.pending() if doc_id not in mine]  # resumed, or other sessions'
+    if not current and not others:
         return
     st.subheader("Indexing")
     for job in current:
         result = job.result
         name = label(job.file_name)
         if job.state != "done":
-            st.progress(job.fraction, text=f"{name} — {job.stage or 'queued'}: {label(job.message)}")
+            show_progress(job.view(), searchable=job.state == "embedding")
+        elif result and result.status == "searchable":
+            st.warning(f"{name}: keyword-searchable, but embedding stopped: {label(result.error)}",
+                       icon=":material/warning:")
         elif result and result.status == "completed":
             st.success(f"{name}: {result.pages} pages, {result.chunks} chunks ({result.language})",
                        icon=":material/check_circle:")
@@ -65,7 +76,11 @@ def ingest_progress() -> None:
             st.info(f"{name}: {label(result.error)}", icon=":material/info:")
         else:
             st.error(f"{name}: {label(result.error if result else 'failed')}", icon=":material/error:")
-    if not jobs.active(owner):
+    for doc_id in others:
+        progress = jobs.embedder.progress(doc_id)
+        if progress is not None:
+            show_progress(progress.view(), searchable=True)
+    if not jobs.active(owner) and not others:
         if st.button("Clear finished"):
             jobs.forget_finished(owner)
             st.rerun()
@@ -77,7 +92,18 @@ def ingest_progress() -> None:
 ingest_progress()
 
 records = store.documents()
-st.subheader(f"Library ({sum(r.status == 'completed' for r in records)} ready)")
+partial = {k.doc_id: k for k in store.keyword_only()}
+embedding = sum(r.status == "embedding" for r in records)
+st.subheader(f"Library ({sum(r.status == 'completed' for r in records)} ready"
+             + (f", {embedding} keyword-searchable while embedding" if embedding else "") + ")")
+stalled = [doc_id for doc_id in partial if not jobs.embedder.active(doc_id)]
+if stalled:
+    st.warning(f"{len(stalled)} document(s) are keyword-searchable but their embedding is not running (it stopped "
+               "with an error, or the app was stopped while embedding).", icon=":material/warning:")
+    if st.button(f"Resume embedding {len(stalled)} document(s)", type="primary"):
+        for doc_id in stalled:
+            jobs.embedder.submit(doc_id)
+        st.rerun()
 unsearched = store.unsearched_vectors()
 if unsearched:
     stale_ids = set().union(*unsearched.values())
@@ -92,10 +118,7 @@ if not records:
     st.info("No documents yet. Upload a PDF above to start.")
     st.stop()
 
-table = pd.DataFrame([{
-    "name": plain(r.file_name), "pages": r.pages, "chunks": r.chunks, "language": r.language or "–",
-    "status": r.status, "error": plain(r.error or ""), "id": r.doc_id,
-} for r in records])
+table = pd.DataFrame(library_rows(records, partial))
 st.dataframe(table, hide_index=True, width="stretch")
 
 names = {r.doc_id: f"{plain(r.file_name)} ({r.status})" for r in records}
@@ -114,9 +137,10 @@ if actions[0].button("Re-index", help="Parse, chunk and embed again with the cur
     from rag.ingest.ingestor import Ingestor
 
     with st.status(f"Re-indexing {label(record.file_name)}…", expanded=False) as status:
-        result = Ingestor(store, config).reindex(doc_id)
-        status.update(label=label(f"{record.file_name}: {result.status} {result.error}"),
-                      state="complete" if result.ok else "error")
+        result = Ingestor(store, config, background=jobs.embedder).reindex(doc_id)
+        done = ("re-indexed, keyword-searchable now; its vectors follow in the background"
+                if result.status == "searchable" and result.ok else f"{result.status} {result.error}")
+        status.update(label=label(f"{record.file_name}: {done}"), state="complete" if result.ok else "error")
 if actions[1].button("Delete", type="secondary"):
     store.delete(doc_id)
     st.toast(f"Deleted {label(record.file_name)}")
@@ -129,7 +153,9 @@ if record.summary:
     st.text(record.summary)
     st.caption(f"Keywords: {label(record.keywords)} · Topics: {label(record.topics)}")  # written by the LLM
 
-if record.status == "completed":
+if record.status == "embedding":
+    keyword_only_notice(record, partial.get(doc_id))
+if record.status in SEARCHABLE:
     chunks = store.chunks(doc_id)
     left, right = st.columns([3, 2])
     with left:

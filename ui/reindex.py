@@ -13,10 +13,12 @@ from ui.safe_text import escape_markdown, label
 
 
 def reindex_documents(store: DocumentStore, config: RagConfig, records: Sequence[DocumentRecord]) -> list[str]:
-    """Parse, chunk and embed ``records`` again with ``config``; returns one "file: error" line per failure."""
+    """Parse, chunk and keyword-index ``records`` again with ``config`` (their vectors follow in the
+    background); returns one "file: error" line per failure."""
     from rag.ingest.ingestor import Ingestor
+    from ui.resources import get_ingest_queue
 
-    ingestor = Ingestor(store, config)
+    ingestor = Ingestor(store, config, background=get_ingest_queue(config).embedder)
     failed = []
     with st.status(f"Re-indexing {len(records)} document(s)…", expanded=True) as status:
         bar = st.progress(0.0)

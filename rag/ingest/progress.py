@@ -89,7 +89,7 @@ class IngestProgress:
         self._detail = ""
         self._done = self._total = 0
         self._stage_started = self._started
-        self._samples: deque[tuple[float, int]] = deque()  # (time, done) within the rate window
+        self._samples: deque[tuple[float, int]] = deque([(self._started, 0)])  # (time, done), last RATE_WINDOW_S
         self._searchable_at: float | None = None
         self.stage_seconds: dict[str, float] = {}
         self.error = ""

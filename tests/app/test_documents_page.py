@@ -99,8 +99,9 @@ def test_documents_embedded_by_a_model_no_longer_configured_are_flagged_and_rein
     next(b for b in app.button if b.label == "Re-index 1 document(s)").click().run()
     assert not app.exception
     assert not app.error
-    from ui.resources import base_config, get_store
+    from ui.resources import base_config, get_ingest_queue, get_store
 
+    get_ingest_queue(base_config()).embedder.wait(timeout=60)  # re-indexed documents embed in the background
     store = get_store(base_config())
     assert store.unsearched_vectors() == {}
     assert store.vectors.count("hash-another") > 0 and store.documents()[0].status == "completed"

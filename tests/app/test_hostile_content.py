@@ -79,7 +79,8 @@ def test_documents_page_shows_hostile_names_and_chunk_text_as_text(app_data: Pat
 
     next(b for b in app.button if b.label == "Re-index").click().run()
     assert not app.exception
-    assert any(shown_text(s.label).startswith(f"{hostile.SHOWN_NAME}: completed") for s in app.status)
+    assert any(shown_text(s.label).startswith(f"{hostile.SHOWN_NAME}: re-indexed, keyword-searchable now")
+               for s in app.status)
     assert live(app) == []
 
 
