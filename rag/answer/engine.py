@@ -36,6 +36,7 @@ from rag.answer.stream import AnswerStream
 from rag.answer.types import AnswerResult, ChatTurn, Source
 from rag.caching import LRUCache
 from rag.config import RagConfig
+from rag.models.priority import PROCESS_PRIORITY, Priority
 from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT
 from rag.retrieval.assembly import RetrievalChain, build_retrieval, empty_reason
 from rag.retrieval.query import QueryError, RetrievalResult, SearchQuery, as_search_query, validate_query
@@ -63,11 +64,14 @@ class CitewiseQueryEngine(BaseQueryEngine):
             Defaults to "always".
         llm_groundedness: Also ask the LLM whether each cited sentence is supported. Defaults to False.
         streaming: ``query()`` returns a ``StreamingResponse``. Defaults to False.
+        priority: Questions run in its foreground, so background embedding waits while one is answered.
+            Defaults to the process's.
     """
 
     def __init__(self, config: RagConfig, retrieval: RetrievalChain, store: Any, llm: LLMRunner | None, *,
                  embedder_for_checks: Any = None, search_mode: str = "always", llm_groundedness: bool = False,
-                 streaming: bool = False, callback_manager: CallbackManager | None = None) -> None:
+                 streaming: bool = False, callback_manager: CallbackManager | None = None,
+                 priority: Priority | None = None) -> None:
         if search_mode not in ("always", "auto"):
             raise ValueError(f"search_mode must be 'always' or 'auto', got {search_mode!r}")
         super().__init__(callback_manager)
@@ -79,6 +83,7 @@ class CitewiseQueryEngine(BaseQueryEngine):
         self.search_mode = search_mode
         self.llm_groundedness = llm_groundedness
         self.streaming = streaming
+        self.priority = priority or PROCESS_PRIORITY
         self._results: LRUCache[RetrievalResult] = LRUCache(RESULT_CACHE_SIZE)
 
     @classmethod
@@ -107,7 +112,10 @@ class CitewiseQueryEngine(BaseQueryEngine):
         Raises:
             QueryError: The question is empty or too long, or ``doc_ids`` names unknown documents.
         """
-        question = validate_query(question)
+        with self.priority.foreground():  # background embedding waits while a question is answered
+            return self._search(validate_query(question), doc_ids)
+
+    def _search(self, question: str, doc_ids: Sequence[str] | None) -> RetrievalResult:
         doc_filter = self._check_filter(doc_ids)
         key = (question, None if doc_filter is None else tuple(doc_filter), self.store.version)
         hit = self._results.get(key)
@@ -141,6 +149,12 @@ class CitewiseQueryEngine(BaseQueryEngine):
             QueryError: The question is empty or too long, or ``doc_ids`` names unknown documents.
             ValueError: The engine was built without an LLM.
         """
+        with self.priority.foreground():  # and the returned stream holds it again while it generates
+            return self._stream(question, history=history, doc_ids=doc_ids, use_knowledge_base=use_knowledge_base,
+                                search_mode=search_mode)
+
+    def _stream(self, question: str, *, history: Sequence[ChatTurn], doc_ids: Sequence[str] | None,
+                use_knowledge_base: bool, search_mode: str | None) -> AnswerStream:
         asked = time.perf_counter()
         question = validate_query(question)
         if self.llm is None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Iterator, Protocol, Sequence
+from contextlib import nullcontext
+from typing import Any, ContextManager, Iterator, Protocol, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage
 
@@ -91,17 +92,23 @@ class AnswerStream:
         """The answer text streamed so far."""
         return self._text
 
+    def _foreground(self) -> ContextManager[Any]:
+        """The engine's question priority (background embedding waits), when it has one."""
+        priority = getattr(self.engine, "priority", None)
+        return priority.foreground() if priority is not None else nullcontext()
+
     def _tokens(self) -> Iterator[str]:
         started = time.perf_counter()
         pieces = 0
         first: float | None = None
         try:
-            for delta in self._pieces():
-                if first is None:
-                    first = time.perf_counter()
-                pieces += 1
-                self._text += delta
-                yield delta
+            with self._foreground():
+                for delta in self._pieces():
+                    if first is None:
+                        first = time.perf_counter()
+                    pieces += 1
+                    self._text += delta
+                    yield delta
         finally:
             self._consumed, self._iterating = True, False
             self._record_speed(started, first, pieces)
@@ -149,6 +156,10 @@ class AnswerStream:
         if not self._consumed:
             for _ in self:
                 pass
+        with self._foreground():  # highlights and groundedness are still the question's work
+            return self._finish()
+
+    def _finish(self) -> AnswerResult:
         answer, sources, error = self._text.strip(), self.sources, self.request.error
         abstained = False
         citations: list[Citation] = []

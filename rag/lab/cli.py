@@ -13,7 +13,7 @@ import sys
 from rag.cli.common import add_global_options, configure
 from rag.config import RagConfig
 
-BENCHMARKS = ("ingest", "llm", "query", "sources", "answer")
+BENCHMARKS = ("ingest", "llm", "query", "sources", "answer", "embed", "searchable")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,6 +46,14 @@ def _cmd_bench(args: argparse.Namespace, config: RagConfig) -> int:
         from rag.lab.bench_ingest import main as bench_ingest
 
         return bench_ingest(args.rest, config)
+    if args.what == "embed":
+        from rag.lab.bench_embed import main as bench_embed
+
+        return bench_embed(args.rest, config)
+    if args.what == "searchable":
+        from rag.lab.bench_searchable import main as bench_searchable
+
+        return bench_searchable(args.rest, config)
     if args.what == "query":
         from rag.lab.bench_query import main as bench_query
 

