@@ -50,7 +50,8 @@ class BackgroundEmbedder:
         self._results: dict[str, FillResult] = {}
         self._listeners: list[Listener] = []
         self._stop = threading.Event()
-        self._resume = resume
+        if resume:
+            self._queue_unfinished()
         self._thread = threading.Thread(target=self._run, name="citewise-embed", daemon=True)
         self._thread.start()
 
@@ -117,8 +118,6 @@ class BackgroundEmbedder:
     # -- the worker ---------------------------------------------------------------------------
 
     def _run(self) -> None:
-        if self._resume:
-            self._queue_unfinished()
         while not self._stop.is_set():
             with self._cond:
                 while not self._queue and not self._stop.is_set():

@@ -94,15 +94,18 @@ class Ingestor:
         metadata_llm: Writes document metadata when ``metadata.enabled``. Defaults to none.
         background: Embeds vectors after the ingest returns. Defaults to none (embedded before it returns).
         priority: Embedding batches wait while a question is in flight. Defaults to the process's.
+        batch_size: Chunks per embedding batch without ``background``. Defaults to ``vector_fill.BATCH``.
     """
 
     def __init__(self, store: DocumentStore, config: RagConfig, *, metadata_llm: LLM | None = None,
-                 background: BackgroundEmbedder | None = None, priority: Priority = PROCESS_PRIORITY) -> None:
+                 background: BackgroundEmbedder | None = None, priority: Priority = PROCESS_PRIORITY,
+                 batch_size: int = BATCH) -> None:
         self.store = store
         self.config = config
         self.metadata_llm = metadata_llm
         self.background = background
         self.priority = priority
+        self.batch_size = batch_size
 
     def ingest_path(self, path: Path, *, progress: IngestProgress | None = None) -> IngestResult:
         path = Path(path)
@@ -208,7 +211,7 @@ class Ingestor:
         if self.background is not None:
             self.background.submit(doc_id, report)
             return result
-        fill = fill_vectors(self.store, doc_id, batch_size=BATCH, priority=self.priority, progress=report)
+        fill = fill_vectors(self.store, doc_id, batch_size=self.batch_size, priority=self.priority, progress=report)
         timings["embed"] = fill.seconds
         if fill.status == "completed":
             report.finish()
