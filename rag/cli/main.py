@@ -46,6 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     delete.add_argument("doc_id")
     delete.set_defaults(handler=_cmd_delete)
 
+    embed = commands.add_parser("embed", help="store the missing vectors of keyword-searchable documents "
+                                              "(resume an embedding that stopped)")
+    embed.add_argument("doc_ids", nargs="*", metavar="DOC_ID", help="default: every document still embedding")
+    embed.set_defaults(handler=_cmd_embed)
+
     reindex = commands.add_parser("reindex", help="parse, chunk and embed a stored document again")
     reindex.add_argument("doc_id")
     reindex.set_defaults(handler=_cmd_reindex)
@@ -144,6 +149,31 @@ def _cmd_delete(args: argparse.Namespace, config: RagConfig) -> int:
         return 1
     print(f"deleted {record.doc_id} {record.file_name}")
     return 0
+
+
+def _cmd_embed(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.cli.progress_lines import ProgressPrinter
+    from rag.ingest.progress import IngestProgress
+    from rag.ingest.vector_fill import fill_vectors
+    from rag.runtime import build_store
+
+    store = build_store(config)
+    waiting = {k.doc_id: k for k in store.keyword_only()}
+    unknown = [d for d in args.doc_ids if d not in waiting]
+    if unknown:
+        print(f"error: not keyword-only (unknown, or already completed): {', '.join(unknown)}", file=sys.stderr)
+        return 1
+    failed = False
+    for doc_id in args.doc_ids or sorted(waiting):
+        progress = IngestProgress(waiting[doc_id].file_name, on_change=ProgressPrinter())
+        result = fill_vectors(store, doc_id, progress=progress)
+        progress.finish(error=result.error if result.status != "completed" else "")
+        failed |= result.status != "completed"
+        print(f"{result.status:<10} {doc_id}  {result.embedded}/{result.total} chunks embedded"
+              + (f"  ({result.error})" if result.error else ""))
+    if not waiting:
+        print("no document is waiting for vectors")
+    return 1 if failed else 0
 
 
 def _cmd_reindex(args: argparse.Namespace, config: RagConfig) -> int:

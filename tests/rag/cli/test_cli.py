@@ -80,3 +80,31 @@ def test_lab_commands_run_as_the_lab_program_in_a_child_process() -> None:
     bad = subprocess.run([sys.executable, "-m", "rag", "--set", "retrieval.top_k=0", "bench", "query"],
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "retrieval.top_k" in bad.stderr  # the global options reach the lab
+
+
+def test_embed_resumes_documents_left_keyword_only(tmp_path: Path, capsys) -> None:
+    from rag.config import load_config
+    from rag.index.searchable import stop_embedding
+    from rag.ingest.ingestor import Ingestor
+    from rag.runtime import build_store
+
+    class Nobody:
+        def submit(self, doc_id, progress=None):
+            return progress
+
+    store = build_store(load_config())
+    result = Ingestor(store, store.config, background=Nobody()).ingest_path(fixtures.make_english_pdf(tmp_path))
+    stop_embedding(store, result.doc_id, "the disk was full")
+    store.close()
+    assert main(["docs"]) == 0
+    assert f"embedding 0/{result.chunks}" in capsys.readouterr().out
+
+    assert main(["embed", "0" * 16]) == 1
+    assert "not keyword-only" in capsys.readouterr().err
+    assert main(["embed"]) == 0
+    captured = capsys.readouterr()
+    assert f"completed  {result.doc_id}  {result.chunks}/{result.chunks} chunks embedded" in captured.out
+    assert "embedding" in captured.err and "done" in captured.err  # progress on stderr
+    assert main(["docs", "--json"]) == 0
+    [doc] = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "completed" and doc["embedded"] == doc["chunks"]
