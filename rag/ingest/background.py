@@ -46,6 +46,7 @@ class BackgroundEmbedder:
         self._cond = threading.Condition()
         self._queue: deque[str] = deque()
         self._current: str | None = None
+        self._again: set[str] = set()  # submitted while being embedded (a re-index): run once more after
         self._progress: dict[str, IngestProgress] = {}
         self._results: dict[str, FillResult] = {}
         self._listeners: list[Listener] = []
@@ -62,7 +63,9 @@ class BackgroundEmbedder:
         with self._cond:
             if progress is not None or doc_id not in self._progress:
                 self._progress[doc_id] = progress or self._new_progress(doc_id)
-            if doc_id != self._current and doc_id not in self._queue:
+            if doc_id == self._current:
+                self._again.add(doc_id)  # its chunks may have changed under the run in progress
+            elif doc_id not in self._queue:
                 self._queue.append(doc_id)
                 self._results.pop(doc_id, None)
                 self._cond.notify_all()
@@ -134,6 +137,11 @@ class BackgroundEmbedder:
                         result.status, result.embedded, result.total, result.seconds, result.waited_s)
             with self._cond:
                 self._current = None
+                if doc_id in self._again and result.status != "completed":
+                    self._again.discard(doc_id)
+                    self._queue.appendleft(doc_id)  # re-indexed meanwhile: embed the new chunks now
+                    continue
+                self._again.discard(doc_id)
                 self._results[doc_id] = result
                 listeners = list(self._listeners)
                 self._cond.notify_all()

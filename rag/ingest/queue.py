@@ -151,11 +151,16 @@ class IngestQueue:
         with self._lock:
             for job in self._jobs.values():
                 if job.state == "embedding" and job.result is not None and job.result.doc_id == fill.doc_id:
+                    if fill.status == "stopped":  # the app is stopping: it resumes at the next start
+                        continue
                     if fill.status == "completed":
                         job.result.status = "completed"
-                    elif fill.status != "stopped":
-                        job.result.error = fill.error or "the document was deleted or re-indexed while it was embedded"
-                    job.state = "done" if fill.status != "stopped" else job.state
+                    elif fill.status == "gone":
+                        job.result.status = "failed"
+                        job.result.error = "deleted while its vectors were being stored"
+                    else:  # still keyword-searchable; the error says why the vectors stopped
+                        job.result.error = fill.error
+                    job.state = "done"
 
 
 def _size(size: int) -> str:

@@ -231,3 +231,25 @@ def test_a_crash_mid_embedding_never_leaves_a_completed_document_with_missing_ve
         assert store.vectors.count() == record.chunks and embedder.texts == record.chunks - stored
     finally:
         store.close()
+
+
+def test_re_index_while_embedding_embeds_the_new_chunks(counted_store: DocumentStore, config: RagConfig,
+                                                        embedder: CountingEmbedding, tmp_path: Path) -> None:
+    doc_id = _searchable(counted_store, config, tmp_path)
+    background = BackgroundEmbedder(counted_store, batch_size=1, resume=False, priority=Priority(grace_s=0.0))
+    try:
+        embedder._release.clear()
+        background.submit(doc_id)
+        assert embedder._entered.wait(SOON)  # a batch of the old chunks is being embedded
+        coarser = config.with_overrides({"chunking.chunk_size": "80"})
+        reindexed = Ingestor(counted_store, coarser, background=background).reindex(doc_id)
+        assert reindexed.status == "searchable"
+        embedder._release.set()
+        background.wait(doc_id, timeout=SOON)
+        record = counted_store.document(doc_id)
+        assert record.status == "completed" and record.chunks == reindexed.chunks
+        assert counted_store.vectors.count() == reindexed.chunks  # the new chunks, none of the old
+        assert not counted_store.vectors.get("counting", [f"{doc_id}:{reindexed.chunks:05d}"])
+    finally:
+        embedder._release.set()
+        background.close()
