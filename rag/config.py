@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field, fields, replace
@@ -23,6 +24,8 @@ ReflectionStrategy = Literal["expand", "rewrite", "both"]
 LLMBackend = Literal["embedded", "openai"]
 ChromaMode = Literal["embedded", "server"]
 EmbeddingRouting = Literal["per_language", "single"]
+
+_OCR_LANGUAGES_RE = re.compile(r"[a-z]{3}(?:_[a-z]{3,4})?(?:\+[a-z]{3}(?:_[a-z]{3,4})?)*")
 
 DEFAULT_HOME = Path(os.environ.get("CITEWISE_HOME", Path.home() / ".cache" / "citewise"))
 
@@ -227,6 +230,12 @@ class StorageConfig:
     chroma_port: int = 8000
     collection: str = "citewise"
     max_file_mb: float = 50.0
+    # limits on content, not only on upload size (a 2 MB DOCX can unpack to gigabytes); here and not in
+    # a preset section, because presets can be uploaded and must not lift them
+    max_pages: int = 2000
+    max_unpacked_mb: float = 200.0  # DOCX: total size of the archive's members once decompressed
+    max_text_chars: int = 20_000_000  # extracted text of one document
+    max_ocr_pages: int = 300  # pages OCR'd per document (~1-3 s each); later scanned pages are noted, not read
 
     def validate(self) -> None:
         _require(bool(self.data_dir), "storage.data_dir", "must not be empty")
@@ -234,14 +243,44 @@ class StorageConfig:
         _require(3 <= len(self.collection) <= 40 and self.collection.replace("-", "").replace("_", "").isalnum(),
                  "storage.collection", "must be 3-40 characters of letters, digits, - and _")
         _require(self.max_file_mb > 0, "storage.max_file_mb", "must be > 0")
+        _require(self.max_pages >= 1, "storage.max_pages", "must be >= 1")
+        _require(self.max_unpacked_mb > 0, "storage.max_unpacked_mb", "must be > 0")
+        _require(self.max_text_chars >= 1000, "storage.max_text_chars", "must be >= 1000")
+        _require(self.max_ocr_pages >= 0, "storage.max_ocr_pages", "must be >= 0")
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """How PDF pages are read: OCR for pages without a text layer, and tables as Markdown chunks.
+
+    ``ocr_languages`` is ``auto`` (English, simplified or traditional Chinese, chosen per document from
+    its text pages or from a first OCR pass) or Tesseract language names joined by ``+`` (``eng+chi_sim``).
+    """
+
+    ocr: bool = True
+    ocr_languages: str = "auto"
+    ocr_dpi: int = 300
+    tables: bool = True
+
+    def validate(self) -> None:
+        _require(self.ocr_languages == "auto" or bool(_OCR_LANGUAGES_RE.fullmatch(self.ocr_languages)),
+                 "ingest.ocr_languages", "must be 'auto' or Tesseract language names joined by '+', e.g. eng+chi_sim")
+        _require(72 <= self.ocr_dpi <= 600, "ingest.ocr_dpi", "must be between 72 and 600")
 
 
 @dataclass(frozen=True)
 class MetadataConfig:
-    """LLM-written document summary, keywords, topics and key phrases at ingest time."""
+    """LLM-written document summary, keywords, topics and key phrases at ingest time.
+
+    Long documents are summarised map-reduce style from up to ``max_input_chars`` characters of their
+    chunks (spread over the whole document), each call within the model's context window.
+    """
 
     enabled: bool = False
-    max_input_chars: int = 3000
+    max_input_chars: int = 6000
+
+    def validate(self) -> None:
+        _require(self.max_input_chars >= 100, "metadata.max_input_chars", "must be >= 100")
 
 
 @dataclass(frozen=True)
@@ -257,6 +296,7 @@ class RagConfig:
     llm: LLMConfig = field(default_factory=LLMConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     metadata: MetadataConfig = field(default_factory=MetadataConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
 
     def validate(self) -> RagConfig:
         for section in fields(self):

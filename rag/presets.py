@@ -24,7 +24,7 @@ from rag.config import ConfigError, RagConfig, _merge, read_yaml
 logger = logging.getLogger(__name__)
 
 PRESET_SECTIONS = ("chunking", "embedding", "retrieval", "rerank", "mmr", "query", "reflection", "generation",
-                   "llm", "metadata")
+                   "llm", "metadata", "ingest")
 NAME_PATTERN = re.compile(r"^[\w][\w .\-]{0,59}$", re.UNICODE)
 CURRENT_FILE = ".current.yaml"
 

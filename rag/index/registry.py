@@ -17,6 +17,12 @@ from rag.documents import DocumentRecord
 
 STATUSES = ("pending", "processing", "completed", "failed")
 _COLUMNS = [f.name for f in fields(DocumentRecord)]
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM documents"  # named: the table's column order may differ
+_INTEGER_COLUMNS = ("pages", "chunks", "tables")
+
+
+def _column_type(name: str) -> str:
+    return "REAL" if name.endswith("_at") else "INTEGER" if name in _INTEGER_COLUMNS else "TEXT"
 
 
 class Registry:
@@ -25,24 +31,27 @@ class Registry:
         self._lock = threading.RLock()
         self._db = sqlite3.connect(path, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
-        columns = ", ".join(
-            f"{name} {'REAL' if name.endswith('_at') else 'INTEGER' if name in ('pages', 'chunks') else 'TEXT'}"
-            + (" PRIMARY KEY" if name == "doc_id" else "")
-            for name in _COLUMNS
-        )
+        columns = ", ".join(f"{name} {_column_type(name)}" + (" PRIMARY KEY" if name == "doc_id" else "")
+                            for name in _COLUMNS)
         self._db.execute(f"CREATE TABLE IF NOT EXISTS documents ({columns})")
+        # a registry written before a field was added gets the column, so its rows stay readable
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+        for name in _COLUMNS:
+            if name not in present:
+                default = "0" if _column_type(name) in ("INTEGER", "REAL") else "''"
+                self._db.execute(f"ALTER TABLE documents ADD COLUMN {name} {_column_type(name)} DEFAULT {default}")
         self._db.execute("CREATE UNIQUE INDEX IF NOT EXISTS documents_sha ON documents(sha256)")
         self._db.commit()
 
     def get(self, doc_id: str) -> DocumentRecord | None:
-        return self._one("SELECT * FROM documents WHERE doc_id = ?", (doc_id,))
+        return self._one(f"{_SELECT} WHERE doc_id = ?", (doc_id,))
 
     def by_sha256(self, sha256: str) -> DocumentRecord | None:
-        return self._one("SELECT * FROM documents WHERE sha256 = ?", (sha256,))
+        return self._one(f"{_SELECT} WHERE sha256 = ?", (sha256,))
 
     def all(self) -> list[DocumentRecord]:
         with self._lock:
-            rows = self._db.execute("SELECT * FROM documents ORDER BY created_at").fetchall()
+            rows = self._db.execute(f"{_SELECT} ORDER BY created_at").fetchall()
         return [DocumentRecord(*row) for row in rows]
 
     def fingerprint(self) -> tuple[int, float]:
@@ -64,7 +73,7 @@ class Registry:
         record = replace(record, created_at=record.created_at or now, updated_at=now)
         placeholders = ", ".join("?" for _ in _COLUMNS)
         with self._lock:
-            self._db.execute(f"INSERT OR REPLACE INTO documents VALUES ({placeholders})",
+            self._db.execute(f"INSERT OR REPLACE INTO documents ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
                              [getattr(record, name) for name in _COLUMNS])
             self._db.commit()
         return record
