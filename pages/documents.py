@@ -1,19 +1,35 @@
-"""Documents: upload, watch ingest progress, inspect, re-index and delete."""
+"""Documents: upload, watch ingest progress, inspect (metadata, OCR'd pages, tables, notes), re-index, delete.
+
+Everything a document or the LLM wrote is shown as plain text (``st.text``, dataframes), never as
+Markdown: a summary or a file name must not be able to add links, images or layout.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from rag.documents import parse_page_ranges
 from rag.ingest.parse import SUPPORTED_EXTENSIONS
 from rag.answer.render import render_page_png
 from ui.reindex import reindex_documents
-from ui.resources import get_ingest_queue, get_store
+from ui.resources import get_ingest_queue, get_metadata_llm, get_store
 from ui.state import current_config
 
 config = current_config()
 store = get_store(config)
 jobs = get_ingest_queue(config)
+
+
+def metadata_llm():
+    """The LLM for document metadata when it is enabled; if it cannot be loaded, say so and go on without."""
+    if not config.metadata.enabled:
+        return None
+    try:
+        return get_metadata_llm(config)
+    except Exception as exc:  # noqa: BLE001 - the documents are still indexed, only without metadata
+        st.warning(f"Document metadata is enabled but the LLM could not be loaded: {exc}", icon=":material/warning:")
+        return None
 
 st.title("Documents")
 
@@ -24,8 +40,9 @@ with st.form("upload", clear_on_submit=True):
                                     "embedded and indexed in the background.")
     submitted = st.form_submit_button("Upload and index", type="primary")
 if submitted and uploads:
+    llm = metadata_llm()
     for upload in uploads:
-        jobs.submit(upload.getvalue(), upload.name, config)
+        jobs.submit(upload.getvalue(), upload.name, config, metadata_llm=llm)
     st.toast(f"Queued {len(uploads)} file(s) for indexing")
 
 
@@ -74,8 +91,8 @@ if not records:
     st.stop()
 
 table = pd.DataFrame([{
-    "name": r.file_name, "pages": r.pages, "chunks": r.chunks, "language": r.language or "–",
-    "status": r.status, "error": r.error, "id": r.doc_id,
+    "name": r.file_name, "pages": r.pages, "chunks": r.chunks, "tables": r.tables, "OCR'd pages": r.ocr_pages,
+    "language": r.language or "–", "status": r.status, "error": r.error, "id": r.doc_id,
 } for r in records])
 st.dataframe(table, hide_index=True, width="stretch")
 
@@ -95,7 +112,7 @@ if actions[0].button("Re-index", help="Parse, chunk and embed again with the cur
     from rag.ingest.ingestor import Ingestor
 
     with st.status(f"Re-indexing {record.file_name}…", expanded=False) as status:
-        result = Ingestor(store, config).reindex(doc_id)
+        result = Ingestor(store, config, metadata_llm=metadata_llm()).reindex(doc_id)
         status.update(label=f"{record.file_name}: {result.status} {result.error}",
                       state="complete" if result.ok else "error")
 if actions[1].button("Delete", type="secondary"):
@@ -105,22 +122,36 @@ if actions[1].button("Delete", type="secondary"):
 
 if record.error:
     st.error(record.error)
-if record.summary:
-    st.markdown("**Summary**")
-    st.text(record.summary)
-    st.caption(f"Keywords: {record.keywords}  ·  Topics: {record.topics}")
+ocr_pages = parse_page_ranges(record.ocr_pages)
+if ocr_pages:
+    st.info(f"Read by OCR (Tesseract), no text layer: page(s) {record.ocr_pages}. Their text may hold recognition "
+            "errors.", icon=":material/document_scanner:")
+if record.notes:
+    with st.expander(f"{len(record.notes.splitlines())} note(s): what some pages lost, and why", expanded=True):
+        st.text(record.notes)
+if record.summary or record.keywords:
+    with st.container(border=True):
+        st.caption("Summary, keywords, topics and key phrases written by the LLM at ingest")
+        st.text(record.summary)
+        st.dataframe(pd.DataFrame([{"keywords": record.keywords, "topics": record.topics,
+                                    "key phrases": record.key_phrases}]), hide_index=True, width="stretch")
 
 if record.status == "completed":
     chunks = store.chunks(doc_id)
     left, right = st.columns([3, 2])
     with left:
-        st.markdown(f"**{len(chunks)} chunks**")
+        tables = sum(1 for chunk in chunks if chunk.kind == "table")
+        st.markdown(f"**{len(chunks)} chunks**" + (f" ({tables} from tables)" if tables else ""))
         for chunk in chunks[:200]:
             pages = (f"p. {chunk.page_start}" if chunk.page_start == chunk.page_end
                      else f"pp. {chunk.page_start}–{chunk.page_end}")
-            with st.expander(f"#{chunk.index} · {pages} · {chunk.heading_path or chunk.text[:60]}"):
+            kind = " · table" if chunk.kind == "table" else ""
+            scanned = " · OCR" if chunk.page_start in ocr_pages else ""
+            with st.expander(f"#{chunk.index} · {pages}{kind}{scanned} · {chunk.heading_path or chunk.text[:60]}"):
                 st.text(chunk.text)  # never markdown or HTML: document text is data
     with right:
         if record.file_type == "pdf":
             page_number = st.number_input("Page preview", min_value=1, max_value=max(record.pages, 1), value=1)
+            if int(page_number) in ocr_pages:
+                st.caption(f"Page {int(page_number)} has no text layer; its text was read by OCR.")
             st.image(render_page_png(store.stored_file(doc_id), int(page_number)), width="stretch")

@@ -161,3 +161,24 @@ class DocumentRecord:
     ocr_pages: str = ""  # pages read by OCR, as ranges: "1-3, 7"
     tables: int = 0  # table blocks indexed as their own chunks
     notes: str = ""  # one line per page that lost something, with the reason (see ParsedDocument.notes)
+
+
+def page_ranges(numbers: list[int]) -> str:
+    """"1-3, 7" for [1, 2, 3, 7]."""
+    ranges: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if ranges and ranges[-1][1] == number - 1:
+            ranges[-1][1] = number
+        else:
+            ranges.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def parse_page_ranges(text: str) -> set[int]:
+    """{1, 2, 3, 7} for "1-3, 7" (what ``page_ranges`` writes); unreadable parts are skipped."""
+    pages: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        if first.isdigit() and (not last or last.isdigit()):
+            pages.update(range(int(first), min(int(last or first), int(first) + 100_000) + 1))
+    return pages

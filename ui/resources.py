@@ -59,6 +59,14 @@ def _llm_handle(llm: LLMConfig) -> Any:
     return handle
 
 
+def get_metadata_llm(config: RagConfig) -> Any:
+    """The LLM that writes document metadata at ingest (the answering model, loaded once), or None when
+    ``metadata.enabled`` is off."""
+    from rag.runtime import build_metadata_llm
+
+    return build_metadata_llm(config, handle=_llm_handle(config.llm)) if config.metadata.enabled else None
+
+
 @st.cache_resource(show_spinner="Loading the reranker…")
 def _reranker(model_path: str) -> Any:
     from rag.runtime import build_reranker

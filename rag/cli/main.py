@@ -85,10 +85,10 @@ def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
     from tqdm import tqdm
 
     from rag.ingest.ingestor import Ingestor
-    from rag.runtime import build_store
+    from rag.runtime import build_metadata_llm, build_store
 
     store = build_store(config)
-    ingestor = Ingestor(store, config)
+    ingestor = Ingestor(store, config, metadata_llm=build_metadata_llm(config))
     results = []
     for path in _expand(args.paths):
         with tqdm(total=100, desc=path.name[:40], unit="%", file=sys.stderr, leave=False,
@@ -103,14 +103,18 @@ def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
         if not args.json:
             detail = (f"{result.pages} pages, {result.chunks} chunks, {result.language}" if result.ok
                       else result.error)
+            if result.ok and (result.tables or result.ocr_pages):
+                detail += f", {result.tables} tables" + (f", OCR'd pages {result.ocr_pages}" if result.ocr_pages else "")
             print(f"{result.status:<10} {result.doc_id or '-':<17} {result.file_name}  {detail}")
+            for note in result.notes:
+                print(f"{'':<28} note: {note}")
     if args.json:
         print(json.dumps([asdict(r) for r in results], ensure_ascii=False, indent=2))
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
-_STAGE_SPAN = {"parse": (0.0, 0.1), "chunk": (0.1, 0.15), "embed": (0.15, 0.9), "store": (0.9, 1.0),
-               "done": (1.0, 1.0)}
+_STAGE_SPAN = {"parse": (0.0, 0.1), "chunk": (0.1, 0.15), "embed": (0.15, 0.9), "store": (0.9, 0.95),
+               "metadata": (0.95, 1.0), "done": (1.0, 1.0)}
 
 
 def _overall(stage: str, fraction: float) -> float:
@@ -149,11 +153,11 @@ def _cmd_delete(args: argparse.Namespace, config: RagConfig) -> int:
 
 def _cmd_reindex(args: argparse.Namespace, config: RagConfig) -> int:
     from rag.ingest.ingestor import Ingestor
-    from rag.runtime import build_store
+    from rag.runtime import build_metadata_llm, build_store
 
     store = build_store(config)
     try:
-        result = Ingestor(store, config).reindex(args.doc_id)
+        result = Ingestor(store, config, metadata_llm=build_metadata_llm(config)).reindex(args.doc_id)
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 1

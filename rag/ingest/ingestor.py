@@ -22,7 +22,8 @@ from llama_index.core.llms import LLM
 from rag.ingest.chunking import chunk_document
 from rag.config import RagConfig
 from rag.ingest.metadata import generate_metadata
-from rag.documents import Chunk, DocumentRecord, ParsedDocument
+from rag.ingest.options import ParseOptions
+from rag.documents import Chunk, DocumentRecord, ParsedDocument, page_ranges
 from rag.index.embed_cache import EmbeddingCache
 from rag.models.embedding_router import model_id_of
 from rag.ingest.parse import SUPPORTED_EXTENSIONS, ParseError, parse_file
@@ -48,6 +49,9 @@ class IngestResult:
     chunks: int = 0
     language: str = ""
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    ocr_pages: str = ""  # "1-3, 7": pages read by OCR
+    tables: int = 0
+    notes: list[str] = field(default_factory=list)  # what some pages lost, and why
 
     @property
     def ok(self) -> bool:
@@ -139,7 +143,7 @@ class Ingestor:
         try:
             started = time.perf_counter()
             report("parse", 0.0, f"Parsing {file_name}")
-            parsed = parse_file(stored, file_name=file_name)
+            parsed = parse_file(stored, file_name=file_name, options=ParseOptions.from_config(self.config))
             timings["parse"] = time.perf_counter() - started
 
             started = time.perf_counter()
@@ -160,12 +164,17 @@ class Ingestor:
             timings["store"] = time.perf_counter() - started
 
             language = _dominant_language(chunks)
-            extra = self._metadata(parsed, timings)
+            notes = list(parsed.notes)
+            extra = self._metadata(chunks, language, timings, notes, report)
+            ocr_pages = page_ranges(parsed.ocr_pages)
+            tables = sum(1 for page in parsed.pages for table in page.tables if table.part == 1)
             registry.update(doc_id, status="completed", pages=len(parsed.pages), chunks=len(chunks),
-                            language=language, error="", **extra)
+                            language=language, error="", ocr_pages=ocr_pages, tables=tables,
+                            notes="\n".join(notes), **extra)
             report("done", 1.0, f"{file_name}: {len(chunks)} chunks from {len(parsed.pages)} pages")
             return IngestResult(file_name, "completed", doc_id=doc_id, pages=len(parsed.pages),
-                                chunks=len(chunks), language=language, timings=timings)
+                                chunks=len(chunks), language=language, timings=timings, ocr_pages=ocr_pages,
+                                tables=tables, notes=notes)
         except Exception as exc:  # noqa: BLE001 - every failure must end in a failed row, not a crash
             message = str(exc) if isinstance(exc, (ParseError, IngestError)) else f"{type(exc).__name__}: {exc}"
             if not isinstance(exc, (ParseError, IngestError)):
@@ -185,13 +194,23 @@ class Ingestor:
             embed_fn = lambda texts: np.asarray(embedder.get_text_embedding_batch(texts))  # noqa: E731
         return chunk_document(parsed, doc_id, self.config.chunking, embed_fn=embed_fn)
 
-    def _metadata(self, parsed: ParsedDocument, timings: dict[str, float]) -> dict[str, str]:
-        if not (self.config.metadata.enabled and self.metadata_llm):
+    def _metadata(self, chunks: list[Chunk], language: str, timings: dict[str, float], notes: list[str],
+                  report: Progress) -> dict[str, str]:
+        """Summary, keywords, topics and key phrases from the LLM; a failure is a note, never a failed ingest."""
+        if not self.config.metadata.enabled:
             return {}
+        if self.metadata_llm is None:
+            notes.append("metadata: not written — metadata.enabled is on but no LLM was given to the ingest")
+            return {}
+        report("metadata", 0.0, "Writing the summary and keywords")
         started = time.perf_counter()
-        extra = generate_metadata(self.metadata_llm, parsed.full_text[: self.config.metadata.max_input_chars])
+        texts = [c.text for c in chunks if c.kind != "table"] or [c.text for c in chunks]
+        result = generate_metadata(self.metadata_llm, texts, language=language,
+                                   max_input_chars=self.config.metadata.max_input_chars)
         timings["metadata"] = time.perf_counter() - started
-        return extra
+        if result.error:
+            notes.append(f"metadata: {result.error}")
+        return result.registry_fields() if result.summary else {}
 
     @property
     def _max_bytes(self) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
-from rag.documents import Page, TableSpan, Word
+from rag.documents import Page, TableSpan, Word, page_ranges
 from rag.ingest.ocr import (
     PROBE_LANGUAGES,
     OcrUnavailableError,
@@ -204,14 +204,3 @@ def _page_list(indexes: list[int]) -> str:
     """"page 4" or "pages 1-3, 7" for 0-based page indexes."""
     numbers = [index + 1 for index in indexes]
     return ("page " if len(numbers) == 1 else "pages ") + page_ranges(numbers)
-
-
-def page_ranges(numbers: list[int]) -> str:
-    """"1-3, 7" for [1, 2, 3, 7]."""
-    ranges: list[str] = []
-    for number in sorted(numbers):
-        if ranges and int(ranges[-1].split("-")[-1]) == number - 1:
-            ranges[-1] = f"{ranges[-1].split('-')[0]}-{number}"
-        else:
-            ranges.append(str(number))
-    return ", ".join(ranges)

@@ -10,6 +10,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from rag.config import RagConfig
 from rag.ingest.ingestor import IngestResult, Ingestor
@@ -34,17 +35,18 @@ class IngestQueue:
     def __init__(self, store: DocumentStore) -> None:
         self._store = store
         self._jobs: dict[int, IngestJob] = {}
-        self._pending: queue.Queue[tuple[IngestJob, bytes, RagConfig]] = queue.Queue()
+        self._pending: queue.Queue[tuple[IngestJob, bytes, RagConfig, Any]] = queue.Queue()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._worker = threading.Thread(target=self._run, name="citewise-ingest", daemon=True)
         self._worker.start()
 
-    def submit(self, data: bytes, file_name: str, config: RagConfig) -> IngestJob:
+    def submit(self, data: bytes, file_name: str, config: RagConfig, *, metadata_llm: Any = None) -> IngestJob:
+        """Queue one file; ``metadata_llm`` writes its metadata when ``config.metadata.enabled``."""
         job = IngestJob(next(self._ids), file_name)
         with self._lock:
             self._jobs[job.job_id] = job
-        self._pending.put((job, data, config))
+        self._pending.put((job, data, config, metadata_llm))
         return job
 
     def jobs(self) -> list[IngestJob]:
@@ -68,14 +70,15 @@ class IngestQueue:
 
     def _run(self) -> None:
         while True:
-            job, data, config = self._pending.get()
+            job, data, config, metadata_llm = self._pending.get()
             job.state = "running"
 
             def progress(stage: str, fraction: float, message: str, job: IngestJob = job) -> None:
                 job.stage, job.fraction, job.message = stage, fraction, message
 
             try:
-                job.result = Ingestor(self._store, config).ingest_bytes(data, job.file_name, progress=progress)
+                job.result = Ingestor(self._store, config, metadata_llm=metadata_llm).ingest_bytes(
+                    data, job.file_name, progress=progress)
             except Exception as exc:  # noqa: BLE001 - the worker must survive any one file
                 logger.exception("ingest job %s crashed", job.file_name)
                 job.result = IngestResult(job.file_name, "failed", error=f"{type(exc).__name__}: {exc}")
