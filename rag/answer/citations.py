@@ -36,7 +36,8 @@ MARKER_RE = re.compile(r"[\[【]\s*(?:source\s*|来源\s*)?(\d{1,2}(?:\s*[,，�
 # a sentence end plus any markers written after it ("... 1200 mg. [1]"), or a line break
 _SENTENCE_END = re.compile(r"(?:[。！？]|[.!?](?=\s|$|[\[【]))(?:\s*[\[【][^\]】\n]{1,12}[\]】])*|\n+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_PASSAGE_BREAK = re.compile(f"{PARAGRAPH_RE.pattern}|{SENTENCE_RE.pattern}")
+# a line break before a Markdown table row ends a "sentence" too, so a table citation quotes one row
+_PASSAGE_BREAK = re.compile(f"{PARAGRAPH_RE.pattern}|{SENTENCE_RE.pattern}|\n(?=\\|)")
 _FENCE = re.compile(r"<<<\s*(?:END\s+)?SOURCE[^>]*>>>", re.IGNORECASE)
 _INJECTION = re.compile("|".join(INJECTION_PATTERNS), re.IGNORECASE)
 

@@ -139,12 +139,19 @@ def ocr_layout(textpage: pymupdf.TextPage) -> list[list[RawLine]]:
 
 
 def _same_row(row: list[dict], bbox: tuple[float, float, float, float]) -> bool:
-    """Whether a Tesseract line continues a visual row: mostly the same height band, further right."""
+    """Whether a Tesseract line belongs to a visual row: mostly the same height band and close by.
+
+    Tesseract's pieces of one printed line may overlap each other horizontally (uncertain segmentation
+    around rare characters), so only the gap is bounded: a wider gap is a column gutter.
+    """
     top = min(piece["bbox"][1] for piece in row)
     bottom = max(piece["bbox"][3] for piece in row)
+    height = min(bottom - top, bbox[3] - bbox[1])
     overlap = min(bottom, bbox[3]) - max(top, bbox[1])
+    left = min(piece["bbox"][0] for piece in row)
     right = max(piece["bbox"][2] for piece in row)
-    return overlap > 0.5 * min(bottom - top, bbox[3] - bbox[1]) and bbox[0] >= right - 2
+    gap = max(bbox[0] - right, left - bbox[2])
+    return overlap > 0.5 * height and gap < 1.5 * max(height, 1.0)
 
 
 def _words(chars: list[dict]) -> list[RawWord]:

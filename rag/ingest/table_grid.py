@@ -6,8 +6,8 @@ PyMuPDF's grid follows the drawings, which are not always the table's logical st
   of different heights, which the grid turns into three rows; rows whose cells reach into the next
   row are one logical row;
 * filings set "$" in a cell of its own on some rows only, and a merged cell puts the other rows'
-  numbers in that column; a currency sign joins the cell on its right, and two neighbouring columns
-  that never both hold text in the same row are one column;
+  numbers in that column; a currency sign joins the cell on its right (a "%" the cell on its left),
+  and two neighbouring columns that never both hold text in the same row are one column;
 * columns with no text at all are dropped.
 """
 
@@ -55,6 +55,10 @@ def clean_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
             if row[c] and row[c + 1] and _is_currency(row[c]):
                 row[c + 1] = row[c] + row[c + 1]
                 row[c] = []
+        for c in range(len(row) - 1, 0, -1):  # "3.8 | %": a percent sign in its own cell joins its number
+            if row[c] and row[c - 1] and _is_percent(row[c]):
+                row[c - 1] = row[c - 1] + [_glued(word) for word in row[c]]
+                row[c] = []
     columns = [c for c in range(width) if any(row[c] for row in rows)]
     rows = [[row[c] for c in columns] for row in rows]
     return _merge_complementary_columns(rows)
@@ -100,6 +104,15 @@ def _merge_complementary_columns(rows: list[list[Cell]]) -> list[list[Cell]]:
         else:
             c += 1
     return rows
+
+
+def _is_percent(cell: Cell) -> bool:
+    return "".join(word.text for word in cell) in ("%", "％")
+
+
+def _glued(word: RawWord) -> RawWord:
+    """``word`` written right after the previous one, without a space ("3.8%")."""
+    return RawWord(word.text, word.box, "")
 
 
 def _is_currency(cell: Cell) -> bool:

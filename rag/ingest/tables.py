@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 MAX_CAPTION_ROWS = 6
 MAX_CAPTION_TOKENS = 40
+MAX_TITLE_TOKENS = 16
+_SENTENCE_END_RE = re.compile(r"[.。!?！？]\s*$")
 _BELOW_CAPTION_RE = re.compile(r"^(table|tab\.)\s*\d|^表\s*[\d一二三四五六七八九十]", re.IGNORECASE)
 
 Piece = tuple[str, Union[RawWord, None]]  # text written into the page, and the word it is (None: markup)
@@ -172,6 +174,10 @@ def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLin
         row = [entry for entry in above if entry[2].y1 > nearest[2].y0 + 1]  # the pieces of that visual line
         if edge - nearest[2].y1 > 1.5 * max(nearest[2].height, 1.0) + 2:
             break
+        if any(_is_sentence(line_text(entry[2])) for entry in row):
+            break  # the end of the paragraph that introduces the table stays in the running text
+        if chosen and any(count_tokens(line_text(entry[2])) > MAX_TITLE_TOKENS for entry in row):
+            break  # above the line that leads into the table, only title-like lines belong to the caption
         if count_tokens(" ".join(line_text(entry[2]) for entry in chosen + row)) > MAX_CAPTION_TOKENS:
             break
         chosen += row
@@ -216,6 +222,11 @@ def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tupl
     return header, [line for line in caption if line not in row]
 
 
+def _is_sentence(text: str) -> bool:
+    """A long line ending like a sentence: body text, not a title ("UBER TECHNOLOGIES, INC." is short)."""
+    return bool(_SENTENCE_END_RE.search(text)) and count_tokens(text) > 8 and not _BELOW_CAPTION_RE.match(text)
+
+
 def _distance(x: float, span: tuple[float, float] | None) -> float:
     if span is None:
         return float("inf")
@@ -253,7 +264,7 @@ def _row_pieces(row: list[Cell]) -> list[Piece]:
         for index, word in enumerate(cell):
             if index:  # words of one cell may come from several lines: a space, except inside Chinese
                 cjk = CJK_RE.match(cell[index - 1].text[-1]) and CJK_RE.match(word.text[0])
-                pieces.append(("" if cjk else " ", None))
+                pieces.append(("" if cjk or not word.join else " ", None))
             text = word.text.replace("|", "\\|")
             pieces.append((text, RawWord(text, word.box, word.join)))
         pieces.append((" |", None))
