@@ -25,6 +25,7 @@ from rag.ingest.ocr import (
     needs_ocr,
     ocr_layout,
     ocr_textpage,
+    probe_script,
     require_languages,
     script_of,
 )
@@ -34,8 +35,6 @@ from rag.ingest.pdf_layout import TEXT_FLAGS, RawLine, is_hyphen_break, line_joi
 from rag.ingest.tables import Item, TableBlock, find_tables
 
 logger = logging.getLogger(__name__)
-
-PROBE_DPI = 150  # enough to tell the script apart; the page is then read again at options.ocr_dpi
 
 
 @dataclass
@@ -125,15 +124,17 @@ def _ocr_pages(pdf: pymupdf.Document, scanned: list[int], options: ParseOptions,
 
 
 def _languages(probe_page: pymupdf.Page, options: ParseOptions, tessdata, text_layer: str) -> str:
-    """``options.ocr_languages``, or for ``auto`` the script of the text pages or of a quick first pass."""
+    """``options.ocr_languages``, or for ``auto`` the script of the text pages or of a probe of the scan."""
     if options.ocr_languages != "auto":
         return options.ocr_languages
     if text_layer.strip():
         return script_of(text_layer)
-    require_languages(tessdata, PROBE_LANGUAGES)
-    blocks = ocr_layout(ocr_textpage(probe_page, PROBE_LANGUAGES, min(PROBE_DPI, options.ocr_dpi), tessdata))
-    sample = " ".join(word.text for block in blocks for line in block for word in line.words)
-    return script_of(sample)
+    try:
+        require_languages(tessdata, PROBE_LANGUAGES)
+    except OcrUnavailableError as exc:  # English data alone still reads English scans
+        logger.warning("OCR language not detected, reading as English: %s", exc)
+        return "eng"
+    return probe_script(probe_page, tessdata)
 
 
 def assemble(items: list[Item], number: int, rect: pymupdf.Rect, *,
