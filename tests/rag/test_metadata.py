@@ -159,3 +159,16 @@ def test_runtime_builds_the_metadata_llm_only_when_enabled(config: RagConfig, mo
     assert runtime.build_metadata_llm(enabled) is llm and built == [enabled]
     shared = LLMHandle(ScriptedLLM(), "embedded", "shared")
     assert runtime.build_metadata_llm(enabled, handle=shared) is shared.llm and len(built) == 1
+
+
+def test_the_ingest_queue_hands_the_metadata_llm_to_the_ingest(store: DocumentStore, config: RagConfig,
+                                                               tmp_path: Path) -> None:
+    from rag.ingest.queue import IngestQueue
+
+    enabled = config.with_overrides({"metadata.enabled": "true"})
+    jobs = IngestQueue(store)
+    job = jobs.submit(fixtures.make_english_pdf(tmp_path).read_bytes(), "report.pdf", enabled,
+                      metadata_llm=ScriptedLLM(replies=[REPLY]))
+    jobs.wait(timeout=60)
+    assert job.result is not None and job.result.ok
+    assert store.document(job.result.doc_id).summary == "A clinical report on ibuprofen doses."

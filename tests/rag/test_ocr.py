@@ -149,3 +149,19 @@ def test_pieces_of_one_printed_line_are_rejoined_left_to_right() -> None:
     page = _page_of(right, left, below)
     # one paragraph: the wrapped Chinese line continues without a line break, as on text pages
     assert page.text == "两小时内报告疼痛减轻九成参与者"
+
+
+def test_a_page_that_ocr_cannot_read_is_noted_and_the_rest_is_kept(tmp_path: Path, monkeypatch) -> None:
+    from rag.ingest.options import ParseOptions
+
+    (tmp_path / "eng.traineddata").write_bytes(b"x")
+    monkeypatch.setattr(pdf_pages, "find_tessdata", lambda explicit="": tmp_path)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("tesseract crashed")
+
+    monkeypatch.setattr(pdf_pages, "ocr_textpage", broken)
+    mixed = fixtures.make_scanned_pdf(fixtures.make_english_pdf(tmp_path), tmp_path, pages=[1])
+    document = parse_file(mixed, options=ParseOptions(ocr_languages="eng"))
+    assert document.notes == ["page 2: OCR failed (RuntimeError: tesseract crashed); the page has no text"]
+    assert document.pages[0].text and not document.pages[1].text and document.ocr_pages == []
