@@ -150,18 +150,11 @@ def ocr_layout(textpage: pymupdf.TextPage) -> list[list[RawLine]]:
     """Blocks of visual lines from an OCR text page, one ``RawWord`` per Latin word or CJK character."""
     blocks: list[list[RawLine]] = []
     for block in textpage.extractRAWDICT()["blocks"]:
-        rows: list[list[dict]] = []  # Tesseract's lines of this block, grouped into visual rows
-        for line in sorted(block.get("lines", []), key=lambda item: (item["bbox"][1], item["bbox"][0])):
-            chars = [char for span in line["spans"] for char in span["chars"]]
-            if not chars:
-                continue
-            if rows and _same_row(rows[-1], line["bbox"]):
-                rows[-1].append({"bbox": line["bbox"], "chars": chars})
-            else:
-                rows.append([{"bbox": line["bbox"], "chars": chars}])
+        pieces = [{"bbox": line["bbox"], "chars": [char for span in line["spans"] for char in span["chars"]]}
+                  for line in block.get("lines", [])]
         lines = []
-        for row in rows:
-            words = _words([char for piece in sorted(row, key=lambda p: p["bbox"][0]) for char in piece["chars"]])
+        for row in _rows([piece for piece in pieces if piece["chars"]]):
+            words = _words([char for piece in row for char in piece["chars"]])
             if words:
                 lines.append(RawLine(words=words, size=0.0, bold=False))
         if lines:
@@ -169,20 +162,35 @@ def ocr_layout(textpage: pymupdf.TextPage) -> list[list[RawLine]]:
     return blocks
 
 
-def _same_row(row: list[dict], bbox: tuple[float, float, float, float]) -> bool:
-    """Whether a Tesseract line belongs to a visual row: mostly the same height band and close by.
+def _rows(pieces: list[dict]) -> list[list[dict]]:
+    """Tesseract's pieces of lines grouped into printed lines, top to bottom, each left to right.
 
-    Tesseract's pieces of one printed line may overlap each other horizontally (uncertain segmentation
-    around rare characters), so only the gap is bounded: a wider gap is a column gutter.
+    Pieces of one printed line share most of their height band; they may even overlap horizontally
+    (uncertain segmentation around rare characters). A row is only cut where a gap wider than 1.5
+    line heights separates its pieces: that is a column gutter, not a space.
     """
-    top = min(piece["bbox"][1] for piece in row)
-    bottom = max(piece["bbox"][3] for piece in row)
-    height = min(bottom - top, bbox[3] - bbox[1])
-    overlap = min(bottom, bbox[3]) - max(top, bbox[1])
-    left = min(piece["bbox"][0] for piece in row)
-    right = max(piece["bbox"][2] for piece in row)
-    gap = max(bbox[0] - right, left - bbox[2])
-    return overlap > 0.5 * height and gap < 1.5 * max(height, 1.0)
+    bands: list[list[dict]] = []
+    for piece in sorted(pieces, key=lambda item: (item["bbox"][1], item["bbox"][0])):
+        x0, y0, x1, y1 = piece["bbox"]
+        for band in reversed(bands[-3:]):
+            top = min(p["bbox"][1] for p in band)
+            bottom = max(p["bbox"][3] for p in band)
+            if min(bottom, y1) - max(top, y0) > 0.5 * min(bottom - top, y1 - y0):
+                band.append(piece)
+                break
+        else:
+            bands.append([piece])
+    rows: list[list[dict]] = []
+    for band in sorted(bands, key=lambda b: min(p["bbox"][1] for p in b)):
+        band.sort(key=lambda p: p["bbox"][0])
+        height = max(max(p["bbox"][3] for p in band) - min(p["bbox"][1] for p in band), 1.0)
+        rows.append([band[0]])
+        for piece in band[1:]:
+            if piece["bbox"][0] - max(p["bbox"][2] for p in rows[-1]) > 1.5 * height:
+                rows.append([piece])
+            else:
+                rows[-1].append(piece)
+    return rows
 
 
 def _words(chars: list[dict]) -> list[RawWord]:
