@@ -31,6 +31,7 @@ LIST_LIMITS = {"keywords": 8, "topics": 4, "key_phrases": 5}
 REPLY_TOKENS = 320  # room kept in the context window for the JSON reply
 MAX_REDUCE_ROUNDS = 4
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_KEY_RE = re.compile(r'"(summary|keywords|topics|key_phrases)"\s*:')
 
 TokenCounter = Callable[[str], int]
 
@@ -95,7 +96,7 @@ def generate_metadata(llm: LLM, texts: Sequence[str], *, language: str = "en", m
         result.error = f"the LLM failed ({type(exc).__name__}: {exc})"
         logger.warning("document metadata skipped: %s", result.error)
         return result
-    parsed = parse_json_object(reply)
+    parsed = parse_json_object(reply) or lenient_fields(reply)
     if parsed is None:
         result.error = f"the LLM's reply was not JSON: {reply[:120]!r}"
         logger.warning("document metadata skipped: %s", result.error)
@@ -170,13 +171,32 @@ def parse_json_object(raw: str) -> dict | None:
     return None
 
 
+def lenient_fields(raw: str) -> dict | None:
+    """The fields of a JSON-like reply that ``json`` refuses, most often for quotes left unescaped inside
+    the summary ("Norman" comes from "Norseman") or a reply cut off by the length limit: each key's
+    value runs from the key to the next key."""
+    found = list(_KEY_RE.finditer(raw))
+    if not found:
+        return None
+    fields: dict[str, Any] = {}
+    for index, match in enumerate(found):
+        end = found[index + 1].start() if index + 1 < len(found) else len(raw)
+        value = raw[match.end():end].strip().rstrip("}").strip().rstrip(",").strip()
+        if value.startswith("["):
+            items = re.findall(r'"((?:[^"\\]|\\.)*)"', value)
+            fields[match.group(1)] = items or [item.strip().strip('"') for item in value.strip("[]").split(",")]
+        else:
+            fields[match.group(1)] = value[1:-1] if value[:1] == '"' and value[-1:] == '"' else value.strip('"')
+    return fields
+
+
 def _map(llm: LLM, lang: str, parts: list[list[str]], result: DocumentMetadata) -> list[str]:
     """One note per part: its summary and keywords (a reply that is not JSON is kept as the summary)."""
     notes = []
     for number, part in enumerate(parts, start=1):
         reply = _ask(llm, lang, PART[lang].format(text="\n\n".join(part), part=number, parts=len(parts),
                                                   fence_open=OPEN_FENCE, fence_close=CLOSE_FENCE), result)
-        parsed = parse_json_object(reply) or {"summary": reply}
+        parsed = parse_json_object(reply) or lenient_fields(reply) or {"summary": reply}
         summary = _clean(parsed.get("summary", ""), 600)
         keywords = ", ".join(_as_list(parsed.get("keywords"), 6))
         if summary or keywords:

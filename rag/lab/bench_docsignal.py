@@ -132,7 +132,7 @@ def _write_metadata(store, ids: list[str], config: RagConfig) -> float:
         chunks = store.chunks(doc_id)
         key = hashlib.sha256(f"{model}|{config.metadata.max_input_chars}|".encode()
                              + "\x00".join(c.text for c in chunks).encode()).hexdigest()
-        if key not in cached:
+        if key not in cached or cached[key].get("error"):  # a failure is tried again (parsing improves)
             llm = llm or build_llm_handle(config).llm
             started = time.perf_counter()
             language = detect_language("".join(c.text for c in chunks[:20]))

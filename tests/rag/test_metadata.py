@@ -172,3 +172,15 @@ def test_the_ingest_queue_hands_the_metadata_llm_to_the_ingest(store: DocumentSt
     jobs.wait(timeout=60)
     assert job.result is not None and job.result.ok
     assert store.document(job.result.doc_id).summary == "A clinical report on ibuprofen doses."
+
+
+def test_a_reply_with_unescaped_quotes_or_cut_short_is_still_read() -> None:
+    # the 0.5B model's reply for SQuAD's "Normans" article, shortened; json refuses the inner quotes
+    reply = ('{\n  "summary": "The Normans descended from Norse ("Norman" comes from "Norseman") raiders.",\n'
+             '  "keywords": ["Normans", "Rollo", "West Francia"],\n  "topics": ["medieval history"],\n'
+             '  "key_phrases": ["Normans, 10th century, Rol')
+    result = generate_metadata(ScriptedLLM(replies=[reply]), ["The Normans ..."])
+    assert not result.error
+    assert result.summary == 'The Normans descended from Norse ("Norman" comes from "Norseman") raiders.'
+    assert result.keywords == ["Normans", "Rollo", "West Francia"] and result.topics == ["medieval history"]
+    assert result.key_phrases == ["Normans", "10th century", "Rol"]
