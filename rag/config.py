@@ -261,11 +261,14 @@ class IngestConfig:
     ocr_languages: str = "auto"
     ocr_dpi: int = 300
     tables: bool = True
+    table_chunk_tokens: int = 0  # a longer table is split into parts of this size; 0: chunking.chunk_size
 
     def validate(self) -> None:
         _require(self.ocr_languages == "auto" or bool(_OCR_LANGUAGES_RE.fullmatch(self.ocr_languages)),
                  "ingest.ocr_languages", "must be 'auto' or Tesseract language names joined by '+', e.g. eng+chi_sim")
         _require(72 <= self.ocr_dpi <= 600, "ingest.ocr_dpi", "must be between 72 and 600")
+        _require(self.table_chunk_tokens == 0 or self.table_chunk_tokens >= 32, "ingest.table_chunk_tokens",
+                 "must be 0 (the chunk size) or at least 32")
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,8 @@ class ParseOptions:
         """The options an ingest with ``config`` parses with."""
         ingest, storage = config.ingest, config.storage
         return cls(ocr=ingest.ocr, ocr_languages=ingest.ocr_languages, ocr_dpi=ingest.ocr_dpi,
-                   tables=ingest.tables, table_max_tokens=config.chunking.chunk_size,
+                   tables=ingest.tables,
+                   table_max_tokens=min(ingest.table_chunk_tokens or config.chunking.chunk_size,
+                                        config.chunking.chunk_size),
                    max_pages=storage.max_pages, max_unpacked_mb=storage.max_unpacked_mb,
                    max_text_chars=storage.max_text_chars, max_ocr_pages=storage.max_ocr_pages)
