@@ -92,3 +92,63 @@ def test_idf_counts_the_chunks_holding_each_token(tmp_path: Path) -> None:
     assert weights["beta"] == pytest.approx(math.log1p(3 / 4))
     assert weights["alpha"] == pytest.approx(math.log1p(3 / 2))
     assert weights["zebra"] == pytest.approx(math.log1p(3))  # in no chunk: the rarest of all
+
+
+def test_a_saved_index_is_checked_against_the_stored_tokens_not_just_their_count(tmp_path: Path) -> None:
+    import json
+    import sqlite3
+
+    from rag.index.keywords import keyword_text
+
+    index = KeywordIndex(tmp_path / "bm25")
+    index.add("d1", _chunks("d1", "alpha beta", "gamma delta"))
+    index.close()
+    # what a crash between committing new tokens and saving the matrices leaves: as many rows, other words
+    db = sqlite3.connect(tmp_path / "bm25" / "tokens.sqlite3")
+    db.execute("DELETE FROM chunk_tokens")
+    db.executemany("INSERT INTO chunk_tokens (chunk_id, doc_id, position, tokens, text, metadata) "
+                   "VALUES (?, ?, ?, ?, ?, ?)",
+                   [(c.chunk_id, c.doc_id, c.index, json.dumps(tokenize(keyword_text(c))), c.text,
+                     json.dumps(c.metadata())) for c in _chunks("d2", "zebra yak", "walrus vole")])
+    db.commit()
+    db.close()
+
+    reopened = KeywordIndex(tmp_path / "bm25")
+    assert [h.chunk_id for h in reopened.search("zebra", k=3)] == ["d2:0"]
+    assert reopened.search("alpha", k=3) == []
+
+
+def test_two_writers_saving_at_once_leave_a_complete_current_index(tmp_path: Path, monkeypatch) -> None:
+    import bm25s
+
+    first = KeywordIndex(tmp_path / "bm25")
+    second = KeywordIndex(tmp_path / "bm25")
+    original_save = bm25s.BM25.save
+    interleaved = []
+
+    def save_with_another_writer_in_between(self, *args, **kwargs):
+        original_save(self, *args, **kwargs)
+        if not interleaved:
+            interleaved.append(True)
+            second.add("d2", _chunks("d2", "gamma delta"))  # saves completely while the first is half-way
+
+    monkeypatch.setattr(bm25s.BM25, "save", save_with_another_writer_in_between)
+    first.add("d1", _chunks("d1", "alpha beta"))
+    monkeypatch.undo()
+    assert interleaved
+
+    builds = []
+    original_index = bm25s.BM25.index
+    monkeypatch.setattr(bm25s.BM25, "index", lambda self, *a, **k: builds.append(1) or original_index(self, *a, **k))
+    reopened = KeywordIndex(tmp_path / "bm25")
+    assert builds == []  # the saved index is complete and current: nothing to rebuild
+    assert {h.doc_id for h in reopened.search("alpha gamma", k=5)} == {"d1", "d2"}
+
+
+def test_another_instance_sees_each_write_without_reopening(tmp_path: Path) -> None:
+    writer = KeywordIndex(tmp_path / "bm25")
+    reader = KeywordIndex(tmp_path / "bm25")
+    writer.add("d1", _chunks("d1", "alpha beta", "beta gamma"))
+    assert [h.chunk_id for h in reader.search("alpha", k=5)] == ["d1:0"] and len(reader) == 2
+    writer.delete("d1")
+    assert reader.search("alpha", k=5) == [] and len(reader) == 0
