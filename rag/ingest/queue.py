@@ -1,5 +1,10 @@
 """A background ingest worker, so that a long ingest (Chinese text embeds at ~6 chunks/s) never
 blocks the app: pages submit files and poll job progress.
+
+Jobs are also written to the library's job journal (``rag.index.jobs``) until they finish. When the
+app's process ends with uploads still queued or half-ingested, the next queue on the library lists
+them as failed jobs saying so, so the user knows to upload them again instead of finding them
+silently missing.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ import logging
 import queue
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 
 from rag.config import RagConfig
@@ -28,6 +34,7 @@ class IngestJob:
     message: str = "waiting"
     result: IngestResult | None = None
     submitted_at: float = field(default_factory=time.time)
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)  # its row in the job journal
 
 
 class IngestQueue:
@@ -37,11 +44,18 @@ class IngestQueue:
         self._pending: queue.Queue[tuple[IngestJob, bytes, RagConfig]] = queue.Queue()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        for lost in store.jobs.take_lost():
+            job = IngestJob(next(self._ids), lost.file_name, state="done", fraction=1.0, message=lost.message(),
+                            result=IngestResult(lost.file_name, "failed", error=lost.message()),
+                            submitted_at=lost.submitted_at)
+            self._jobs[job.job_id] = job
+            logger.warning("upload lost when process %s stopped: %s", lost.owner.pid, lost.file_name)
         self._worker = threading.Thread(target=self._run, name="citewise-ingest", daemon=True)
         self._worker.start()
 
     def submit(self, data: bytes, file_name: str, config: RagConfig) -> IngestJob:
         job = IngestJob(next(self._ids), file_name)
+        self._store.jobs.record(job.key, file_name, len(data))
         with self._lock:
             self._jobs[job.job_id] = job
         self._pending.put((job, data, config))
@@ -70,6 +84,7 @@ class IngestQueue:
         while True:
             job, data, config = self._pending.get()
             job.state = "running"
+            self._journal(self._store.jobs.running, job)
 
             def progress(stage: str, fraction: float, message: str, job: IngestJob = job) -> None:
                 job.stage, job.fraction, job.message = stage, fraction, message
@@ -79,6 +94,14 @@ class IngestQueue:
             except Exception as exc:  # noqa: BLE001 - the worker must survive any one file
                 logger.exception("ingest job %s crashed", job.file_name)
                 job.result = IngestResult(job.file_name, "failed", error=f"{type(exc).__name__}: {exc}")
+            self._journal(self._store.jobs.finished, job)
             job.message = job.result.error or job.message
             job.fraction = 1.0
             job.state = "done"
+
+    @staticmethod
+    def _journal(step, job: IngestJob) -> None:
+        try:
+            step(job.key)
+        except Exception as exc:  # noqa: BLE001 - the journal only reports; it must not stop an ingest
+            logger.warning("could not update the job journal for %s: %s", job.file_name, exc)
