@@ -99,9 +99,13 @@ if actions[0].button("Re-index", help="Parse, chunk and embed again with the cur
         status.update(label=f"{record.file_name}: {result.status} {result.error}",
                       state="complete" if result.ok else "error")
 if actions[1].button("Delete", type="secondary"):
-    store.delete(doc_id)
-    st.toast(f"Deleted {record.file_name}")
-    st.rerun()
+    try:
+        store.delete(doc_id)
+    except RuntimeError as exc:  # another process is writing, or this document is being indexed
+        st.error(f"Not deleted: {exc}")
+    else:
+        st.toast(f"Deleted {record.file_name}")
+        st.rerun()
 
 if record.error:
     st.error(record.error)

@@ -58,6 +58,7 @@ class IngestResult:
     chunks: int = 0
     language: str = ""
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    busy: bool = False  # refused because another writer held the library or the document; try again later
 
     @property
     def ok(self) -> bool:
@@ -126,7 +127,7 @@ class Ingestor:
                     doc_id=doc_id, file_name=file_name, sha256=sha256, status="pending",
                     file_type=Path(file_name).suffix.lower().lstrip(".")), data)
         except LibraryBusyError as exc:
-            return IngestResult(file_name, "failed", error=f"not stored: {exc}")
+            return IngestResult(file_name, "failed", error=f"not stored: {exc}", busy=True)
         return self._process(doc_id, stored, file_name, report, reindex=None)
 
     def reindex(self, doc_id: str, *, progress: Progress | None = None) -> IngestResult:
@@ -140,7 +141,7 @@ class Ingestor:
                 record = self.store.document(doc_id)
                 claim = self.store.busy(doc_id)
                 if claim is not None:
-                    return IngestResult(record.file_name, "failed", doc_id=doc_id,
+                    return IngestResult(record.file_name, "failed", doc_id=doc_id, busy=True,
                                         error=f"{record.file_name} is {claim.describe()}; re-index it when that "
                                               "has finished")
                 stored = Path(record.stored_path)
@@ -150,7 +151,7 @@ class Ingestor:
                                               "upload it again")
                 self.store.registry.claim(doc_id, current(), "reindex")
         except LibraryBusyError as exc:
-            return IngestResult(doc_id, "failed", doc_id=doc_id, error=f"not re-indexed: {exc}")
+            return IngestResult(doc_id, "failed", doc_id=doc_id, error=f"not re-indexed: {exc}", busy=True)
         return self._process(doc_id, stored, record.file_name, progress or (lambda *a: None), reindex=record)
 
     # -- the pipeline -------------------------------------------------------------------------
@@ -218,7 +219,8 @@ class Ingestor:
     def _fail(self, doc_id: str, file_name: str, exc: Exception, message: str, timings: dict[str, float], *,
               reindex: DocumentRecord | None, committing: bool) -> IngestResult:
         registry = self.store.registry
-        result = IngestResult(file_name, "failed", doc_id=doc_id, error=message, timings=timings)
+        result = IngestResult(file_name, "failed", doc_id=doc_id, error=message, timings=timings,
+                              busy=isinstance(exc, LibraryBusyError))
         try:
             with self.store.writing(f"cleaning up after {file_name}"):
                 claim = registry.claim_of(doc_id)
