@@ -132,6 +132,15 @@ def read_current(root: Path) -> str | None:
         return None
 
 
+def saved_digest(root: Path) -> str | None:
+    """The row digest the index ``CURRENT`` names was built from (None if there is none)."""
+    name = read_current(root)
+    try:
+        return str(json.loads((root / name / MANIFEST).read_text(encoding="utf-8"))["digest"]) if name else None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def load(root: Path, params: dict[str, float]) -> SavedIndex:
     """The index ``CURRENT`` names, with its files verified (not yet checked against the rows).
 

@@ -99,7 +99,6 @@ class KeywordIndex:
         self._seen: tuple[int, int, int] | None = None
         self._mask: tuple[tuple[int, frozenset[str]], np.ndarray] | None = None
         self.generation = 0  # changes whenever the in-memory index does (keys caches)
-        self.unsaved = False  # rebuilt in memory because the saved index did not match the tokens
         self._load_or_build()
 
     # -- writes -------------------------------------------------------------------------------
@@ -130,11 +129,13 @@ class KeywordIndex:
             return removed
 
     def save_if_stale(self) -> bool:
-        """Save the matrices if the saved ones do not match the tokens (after a crash); the caller holds
-        the library's write lock. Returns whether it saved."""
+        """Rebuild and save if the in-memory or the saved matrices were not built from the current token
+        rows (a writer died between committing tokens and saving); the caller holds the library's write
+        lock. Returns whether it saved."""
         with self._lock:
             self.refresh()
-            if not self.unsaved and bm25_files.current_identity(self._folder) is not None:
+            digest = self._rows_digest()
+            if self._view.digest == digest and bm25_files.saved_digest(self._folder) == digest:
                 return False
             self._rebuild(save=True)
             return True
@@ -238,7 +239,6 @@ class KeywordIndex:
                 return False
             self._set(_View(saved.retriever, saved.phrases, saved.chunk_ids,
                             np.array(saved.doc_ids, dtype=object), saved.digest, identity))
-            self.unsaved = False
             return True
 
     # -- internals ----------------------------------------------------------------------------
@@ -279,7 +279,6 @@ class KeywordIndex:
             doc_ids = [r[1] for r in rows]
             retriever, phrases = bm25_files.build([json.loads(r[2]) for r in rows], BM25_PARAMS)
             self._set(_View(retriever, phrases, chunk_ids, np.array(doc_ids, dtype=object), digest, None))
-            self.unsaved = True
             if not save:
                 return
             name = bm25_files.save(self._folder, retriever, phrases, chunk_ids, doc_ids, digest, BM25_PARAMS,
@@ -288,7 +287,6 @@ class KeywordIndex:
                 identity = bm25_files.current_identity(self._folder)
                 self._seen = identity
                 self._set(_View(retriever, phrases, chunk_ids, self._view.doc_ids, digest, identity))
-                self.unsaved = False
 
     def _data_version(self) -> int:
         # changes when another connection (another instance or process) commits to tokens.sqlite3

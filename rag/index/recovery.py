@@ -63,6 +63,9 @@ def recover_interrupted(store: DocumentStore) -> RecoveryReport:
         if not claim.alive():  # a re-index that died before its swap: the old index is intact
             registry.release(doc_id)
             report.released.append(doc_id)
+    if report.failed or report.deleted:
+        # the dead writer may have committed token rows without saving the matrices built from them
+        store.keywords.save_if_stale()
     return report
 
 

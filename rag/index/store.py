@@ -148,16 +148,15 @@ class DocumentStore:
 
     @contextlib.contextmanager
     def writing(self, operation: str) -> Iterator[None]:
-        """Hold the library's write lock for ``operation`` (re-entrant). Taking it first brings this
-        process's view of the vectors and keywords up to date and recovers dead writers' leftovers.
+        """Hold the library's write lock for ``operation`` (re-entrant). Taking it first recovers dead
+        writers' leftovers; each vector write brings this process's Chroma view up to date first, and
+        each keyword write rebuilds from the stored tokens, so no write works from a stale view.
 
         Raises:
             LibraryBusyError: Another writer kept the lock for ``lock_timeout_s``.
         """
         with self.lock.hold(operation, timeout=self.lock_timeout_s, on_wait=self.on_wait):
             if self.lock.depth == 1:
-                self._connection.sync_locked()
-                self.keywords.refresh()
                 recovery.recover_interrupted(self)
             yield
 
@@ -248,8 +247,6 @@ class DocumentStore:
         """
         with self.lock.hold("recovering", timeout=self.lock_timeout_s if timeout is None else timeout,
                             on_wait=self.on_wait):
-            self._connection.sync_locked()
-            self.keywords.refresh()
             report = recovery.recover_interrupted(self)
             report.orphans.extend(recovery.remove_orphans(self))
             self.keywords.save_if_stale()
