@@ -55,20 +55,24 @@ def start_child(config: RagConfig, body: str, *, open_store: bool = True) -> sub
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
 
 
-def wait_for_line(process: subprocess.Popen, expected: str, *, timeout: float = 60) -> str:
-    """Read the child's stdout until a line contains ``expected``; fail with its stderr otherwise."""
+def wait_for_line(process: subprocess.Popen, expected: str, *, timeout: float = 60, stream: str = "stdout") -> str:
+    """Read the child's ``stream`` until a line contains ``expected``; fail with its stderr otherwise."""
     import select
     import time
 
     deadline = time.monotonic() + timeout
-    assert process.stdout is not None
+    pipe = getattr(process, stream)
+    assert pipe is not None
+    seen = []
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], 0.2)
+        ready, _, _ = select.select([pipe], [], [], 0.2)
         if ready:
-            line = process.stdout.readline()
+            line = pipe.readline()
+            seen.append(line)
             if expected in line:
                 return line
             if not line and process.poll() is not None:
                 break
     process.kill()
-    raise AssertionError(f"child never printed {expected!r}; stderr:\n{process.stderr.read() if process.stderr else ''}")
+    other = process.stderr.read() if stream == "stdout" and process.stderr else ""
+    raise AssertionError(f"child never printed {expected!r}; {stream} so far:\n{''.join(seen)}\n{other}")

@@ -93,7 +93,7 @@ def _open_store(config: RagConfig):
     from rag.runtime import build_store
 
     store = build_store(config)
-    store.on_wait = lambda message: print(f"waiting: {message}", file=sys.stderr, flush=True)
+    store.on_wait = lambda message: print(message, file=sys.stderr, flush=True)
     return store
 
 

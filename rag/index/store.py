@@ -7,8 +7,9 @@ folder; they all read, and they take turns to write:
   process: claiming a new document, committing its vectors, keywords and pages, deleting, and
   recovering. Parsing and embedding, which take minutes, run without it, so the app's ingest queue
   and a CLI ``ingest`` or ``delete`` interleave instead of one locking the other out.
-- **A writer that finds the lock taken** waits up to ``lock_timeout_s`` (60 s; ``on_wait`` hears about
-  it once), then fails with ``LibraryBusyError`` naming the holder's pid, command and operation.
+- **A writer that finds the lock taken** waits up to ``lock_timeout_s`` (60 s, or
+  ``CITEWISE_LOCK_TIMEOUT_S``; ``on_wait`` hears about it once), then fails with ``LibraryBusyError``
+  naming the holder's pid, command and operation.
   Reads never wait for writers (except a short, bounded wait to refresh Chroma; see below).
 - **Ownership** of a document being worked on is a *claim* in the registry: the owner's pid and start
   time (``ownership``, so a reused pid is not mistaken for it) and the operation. A row stays
@@ -36,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -60,7 +62,7 @@ from rag.models.embedding_router import EmbedderRouter
 
 logger = logging.getLogger(__name__)
 
-LOCK_TIMEOUT_S = 60.0
+LOCK_TIMEOUT_S = float(os.environ.get("CITEWISE_LOCK_TIMEOUT_S", "60"))  # how long a write waits for another
 
 __all__ = ["DocumentStore", "DocumentBusyError", "LibraryBusyError", "INTERRUPTED", "LOCK_TIMEOUT_S"]
 

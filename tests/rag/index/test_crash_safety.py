@@ -119,6 +119,27 @@ def test_a_delete_killed_midway_is_finished_when_the_library_opens_again(
     reopened.close()
 
 
+def test_a_delete_killed_before_its_bm25_index_is_switched_in_leaves_nothing_searchable(
+        store: DocumentStore, config: RagConfig, fake_router: EmbedderRouter, tmp_path: Path) -> None:
+    """Found by the state machine: the token rows were deleted, the saved matrices still held them."""
+    ingestor = Ingestor(store, config)
+    keep = ingestor.ingest_path(fixtures.make_chinese_pdf(tmp_path))
+    gone = ingestor.ingest_path(fixtures.make_english_pdf(tmp_path))
+    completed = run_child(config, f"""
+        from rag.index import failpoints
+        failpoints.arm("bm25.renamed")
+        store.delete({gone.doc_id!r})
+    """)
+    assert completed.returncode == -9, completed.stderr
+    store.recover()
+    assert [r.doc_id for r in store.documents()] == [keep.doc_id]
+    assert store.keywords.doc_ids() == {keep.doc_id}
+    assert store.keywords.search("maximum daily dose of ibuprofen", k=3) == []
+    reopened = DocumentStore(config, fake_router)
+    assert reopened.keywords.doc_ids() == {keep.doc_id}
+    reopened.close()
+
+
 def test_a_failed_reindex_keeps_the_stored_original_and_its_index(store: DocumentStore, config: RagConfig,
                                                                   tmp_path: Path, monkeypatch) -> None:
     result = Ingestor(store, config).ingest_path(fixtures.make_english_pdf(tmp_path))
