@@ -7,7 +7,6 @@ Chroma client, write lock and SQLite connections) on the test's library folder.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from dataclasses import replace
 
@@ -16,9 +15,6 @@ from rag.index import failpoints
 from rag.index.store import DocumentStore
 from rag.ingest.ingestor import Ingestor
 from tests.hardening.library import fake_router
-
-_CONTEXT = None
-
 
 def config_for(data_dir: str, chunk_size: int | None = None) -> RagConfig:
     base = RagConfig()
@@ -55,11 +51,9 @@ def work(data_dir: str, op: str, arg: str, payload: bytes, kill_at: int, chunk_s
 def run(data_dir: str, op: str, arg: str = "", payload: bytes = b"", *, kill_at: int = 0,
         chunk_size: int | None = None, log_path: str | None = None, timeout: float = 120) -> int:
     """Run ``work`` in a forkserver child; returns its exit code (-9 when killed at the failpoint)."""
-    global _CONTEXT
-    if _CONTEXT is None:
-        _CONTEXT = multiprocessing.get_context("forkserver")
-        _CONTEXT.set_forkserver_preload([__name__])
-    process = _CONTEXT.Process(target=work, args=(data_dir, op, arg, payload, kill_at, chunk_size, log_path))
+    from tests.children import forkserver
+
+    process = forkserver().Process(target=work, args=(data_dir, op, arg, payload, kill_at, chunk_size, log_path))
     process.start()
     process.join(timeout)
     if process.exitcode is None:

@@ -19,7 +19,7 @@ from rag.ingest.ingestor import Ingestor
 from rag.ingest.parse import ParseError
 from rag.models.embedding_router import EmbedderRouter
 from tests import fixtures
-from tests.children import run_child, start_child, wait_for_line
+from tests.children import run_child, start_child
 from tests.fakes import HashEmbedding
 
 _EMBEDDING = threading.Event()
@@ -79,13 +79,12 @@ def test_recovery_waits_for_the_owner_of_an_ingest_to_be_gone(config: RagConfig,
         Ingestor(store, config).ingest_path({str(pdf)!r})
     """)
     try:
-        wait_for_line(child, "embedding")
+        child.wait_for("embedding")
         reader = DocumentStore(config, fake_router)
         [row] = reader.documents()
         assert row.status == "processing", row.error
     finally:
         child.kill()
-        child.wait()
     reader.recover()
     [row] = reader.documents()
     assert row.status == "failed" and "interrupted" in row.error
@@ -195,10 +194,9 @@ def test_uploads_queued_when_the_app_died_are_reported_after_restart(config: Rag
         time.sleep(600)
     """)
     try:
-        wait_for_line(child, "parsing")
+        child.wait_for("parsing")
     finally:
         child.kill()
-        child.wait()
 
     from rag.ingest.queue import IngestQueue
 

@@ -17,7 +17,7 @@ from rag.index.store import DocumentBusyError, DocumentStore
 from rag.ingest.ingestor import Ingestor
 from rag.models.embedding_router import EmbedderRouter
 from tests import fixtures
-from tests.children import run_child, start_child, wait_for_line
+from tests.children import run_child, start_child
 
 
 def _vector_hits(store: DocumentStore, text: str) -> set[str]:
@@ -37,7 +37,7 @@ def test_a_writer_that_waits_too_long_is_told_which_process_holds_the_lock(
             time.sleep(600)
     """)
     try:
-        wait_for_line(child, "holding")
+        child.wait_for("holding")
         store = DocumentStore(config, fake_router, lock_timeout_s=0.3)  # opening never waits
         notices: list[str] = []
         store.on_wait = notices.append
@@ -52,7 +52,6 @@ def test_a_writer_that_waits_too_long_is_told_which_process_holds_the_lock(
         assert store.documents() == []  # nothing stored
     finally:
         child.kill()
-        child.wait()
     with pytest.raises(KeyError):  # the kernel freed the dead holder's lock at once
         store.delete("0123456789abcdef")
     assert Ingestor(store, config).ingest_path(fixtures.make_english_pdf(tmp_path)).ok
@@ -150,7 +149,7 @@ def test_a_document_being_ingested_elsewhere_is_neither_deleted_nor_ingested_twi
         Ingestor(store, config).ingest_path({str(pdf)!r})
     """)
     try:
-        wait_for_line(child, "embedding")
+        child.wait_for("embedding")
         store = DocumentStore(config, fake_router)
         [row] = store.documents()
         with pytest.raises(DocumentBusyError, match=f"being ingested by process {child.pid}"):
@@ -162,5 +161,4 @@ def test_a_document_being_ingested_elsewhere_is_neither_deleted_nor_ingested_twi
         assert store.document(row.doc_id).status == "processing"
     finally:
         child.kill()
-        child.wait()
     store.close()
