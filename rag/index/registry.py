@@ -56,6 +56,7 @@ class Registry:
         with self._db:
             self._db.execute(f"CREATE TABLE IF NOT EXISTS documents ({columns})")
             self._db.execute("CREATE UNIQUE INDEX IF NOT EXISTS documents_sha ON documents(sha256)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS documents_status ON documents(status)")  # per write
             self._db.execute("CREATE TABLE IF NOT EXISTS claims (doc_id TEXT PRIMARY KEY, pid INTEGER NOT NULL,"
                              " started TEXT NOT NULL, operation TEXT NOT NULL, claimed_at REAL NOT NULL)")
         self._own_commits = 0
@@ -96,7 +97,12 @@ class Registry:
             return self._hidden[1]
 
     def unfinished(self) -> list[DocumentRecord]:
-        return [r for r in self.all() if r.status in UNFINISHED]
+        """Rows being ingested, re-indexed or deleted (or left so by a process that died)."""
+        marks = ",".join("?" * len(UNFINISHED))
+        with self._lock:
+            rows = self._db.execute(f"SELECT * FROM documents WHERE status IN ({marks}) ORDER BY created_at",
+                                    UNFINISHED).fetchall()
+        return [DocumentRecord(*row) for row in rows]
 
     def upsert(self, record: DocumentRecord) -> DocumentRecord:
         with self._lock, self._db:
