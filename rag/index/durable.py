@@ -22,8 +22,9 @@ TEMP_MARK = ".partial-"
 
 
 def temp_name(name: str) -> str:
-    """A hidden, per-writer temporary name for ``name`` (``.<name>.partial-<pid>-<random>``)."""
-    return f".{name}{TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    """A hidden, per-writer temporary name for ``name`` (``.<name>.partial-<pid>-<random>``), short
+    enough for any name a folder can hold (the name is cut to 64 characters)."""
+    return f".{name[:64]}{TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def writer_pid(name: str) -> int | None:

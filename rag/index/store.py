@@ -38,6 +38,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -171,8 +172,13 @@ class DocumentStore:
             self.registry.insert_claimed(DocumentRecord(**{**asdict(record), "stored_path": str(stored),
                                                            "status": "pending"}), current(), "ingest")
             reached("ingest.claimed")
-            stored.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(stored, data, point="ingest.file")
+            try:
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(stored, data, point="ingest.file")
+            except BaseException:  # e.g. a full disk: leave nothing half-stored behind
+                shutil.rmtree(stored.parent, ignore_errors=True)
+                self.registry.delete(record.doc_id)
+                raise
             return stored
 
     def write_vectors(self, model_chunks: dict[str, tuple[list[Chunk], Any]]) -> None:

@@ -128,6 +128,10 @@ class Ingestor:
                     file_type=Path(file_name).suffix.lower().lstrip(".")), data)
         except LibraryBusyError as exc:
             return IngestResult(file_name, "failed", error=f"not stored: {exc}", busy=True)
+        except Exception as exc:  # noqa: BLE001 - a full disk or a storage error: say so, store nothing
+            logger.exception("could not store %s", file_name)
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+            return IngestResult(file_name, "failed", error=f"could not store {file_name}: {detail}")
         return self._process(doc_id, stored, file_name, report, reindex=None)
 
     def reindex(self, doc_id: str, *, progress: Progress | None = None) -> IngestResult:
@@ -152,6 +156,11 @@ class Ingestor:
                 self.store.registry.claim(doc_id, current(), "reindex")
         except LibraryBusyError as exc:
             return IngestResult(doc_id, "failed", doc_id=doc_id, error=f"not re-indexed: {exc}", busy=True)
+        except KeyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a storage error: say so, change nothing
+            logger.exception("could not start re-indexing %s", doc_id)
+            return IngestResult(doc_id, "failed", doc_id=doc_id, error=f"not re-indexed: {type(exc).__name__}: {exc}")
         return self._process(doc_id, stored, record.file_name, progress or (lambda *a: None), reindex=record)
 
     # -- the pipeline -------------------------------------------------------------------------

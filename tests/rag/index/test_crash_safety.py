@@ -219,3 +219,22 @@ def test_the_data_folder_is_created_private_to_the_user(config: RagConfig, fake_
 def _release_blocked_embedders():
     yield
     _RELEASE.set()
+
+
+def test_a_file_name_at_the_length_limit_is_stored(store: DocumentStore, config: RagConfig, tmp_path: Path) -> None:
+    """Temporary names add a suffix to the stored file's name; a 255-character name must still fit."""
+    name = "n" * 251 + ".txt"
+    result = Ingestor(store, config).ingest_bytes(b"A note about the quarterly turbine audit.\n", name)
+    assert result.ok, result.error
+    assert store.stored_file(result.doc_id).name == name
+
+
+def test_a_file_that_cannot_be_stored_leaves_no_row_behind(store: DocumentStore, config: RagConfig,
+                                                           monkeypatch) -> None:
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("rag.index.store.write_atomic", disk_full)
+    result = Ingestor(store, config).ingest_bytes(b"A note about the quarterly turbine audit.\n", "audit.txt")
+    assert result.status == "failed" and "No space left on device" in result.error
+    assert store.documents() == [] and store.registry.claims() == []
