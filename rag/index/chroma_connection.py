@@ -73,6 +73,7 @@ class ChromaConnection:
         self._users = 0
         self._reopening = False
         self.generation = 0  # bumped at every (re)open: collection handles of older generations are dead
+        self.writes = 0  # bumped at every write by any store of this process: cached counts are stale
         self.refs = 1
         # collections read once under the lock since the last (re)open; lock-free reads use only these
         self._warmed: set[str] | None = set() if self._marker is not None else None
@@ -99,8 +100,8 @@ class ChromaConnection:
             return False
 
     @contextlib.contextmanager
-    def using(self) -> Iterator[tuple[Any, int]]:
-        """The current client and its generation, kept open while the caller uses it."""
+    def using(self) -> Iterator[tuple[Any, tuple[int, int]]]:
+        """The current client and its version (generation, writes), kept open while the caller uses it."""
         with self._gate:
             while self._reopening:
                 self._gate.wait()
@@ -111,7 +112,7 @@ class ChromaConnection:
                     if self._marker is not None:
                         raise RuntimeError("the vector store is closed or was never opened (refresh first)")
                     self._client = connect(self._storage)  # a server: opened lazily, never reopened
-            yield self._client, self.generation
+            yield self._client, (self.generation, self.writes)
         finally:
             with self._gate:
                 self._users -= 1
@@ -136,6 +137,7 @@ class ChromaConnection:
     def begin_write(self) -> None:
         """Bring this view up to date, then tell every other process that the vectors change."""
         self.sync_locked()
+        self.writes += 1
         if self._marker is not None:
             write_atomic(self._marker, os.urandom(8).hex().encode(), point="chroma.marker")
             self._seen = _identity(self._marker)

@@ -49,7 +49,7 @@ class VectorStore:
         self._conn = connection
         self._prefix = collection_prefix
         self._hidden = hidden or frozenset
-        self._generation = -1
+        self._version: tuple[int, int] = (-1, -1)
         self._collections: dict[str, Any] = {}
         # listing collections and counting cost a round-trip each; writes and reopening refresh them
         self._model_ids: list[str] | None = None
@@ -63,8 +63,8 @@ class VectorStore:
     def model_ids(self) -> list[str]:
         """Models that have vectors stored under this prefix (cached until anything writes)."""
         self._conn.refresh(wait=_READ_WAIT_S)
-        with self._conn.using() as (client, generation):
-            self._follow(generation)
+        with self._conn.using() as (client, version):
+            self._follow(version)
             if self._model_ids is None:
                 self._model_ids = self._list_model_ids(client)
             return list(self._model_ids)
@@ -72,8 +72,8 @@ class VectorStore:
     def count(self, model_id: str | None = None) -> int:
         models = [model_id] if model_id else self.model_ids()
         self._conn.refresh(wait=_READ_WAIT_S)
-        with self._conn.using() as (client, generation):
-            self._follow(generation)
+        with self._conn.using() as (client, version):
+            self._follow(version)
             return sum(self._count(client, m) for m in models)
 
     def query(self, model_id: str, embedding: Sequence[float], k: int, *,
@@ -83,8 +83,8 @@ class VectorStore:
         if wanted is not None and not wanted:
             return []
         fresh = self._conn.refresh(wait=_READ_WAIT_S)
-        with self._conn.using() as (client, generation):
-            self._follow(generation)
+        with self._conn.using() as (client, version):
+            self._follow(version)
             collection = self._existing(client, model_id)
             total = self._count(client, model_id) if collection is not None else 0
             if total == 0:
@@ -109,8 +109,8 @@ class VectorStore:
     def chunk_ids_by_doc(self, model_id: str) -> dict[str, set[str]]:
         """Every chunk id of ``model_id`` per document (for consistency checks)."""
         self._conn.refresh(wait=_READ_WAIT_S)
-        with self._conn.using() as (client, generation):
-            self._follow(generation)
+        with self._conn.using() as (client, version):
+            self._follow(version)
             collection = self._existing(client, model_id)
             result = collection.get(include=["metadatas"]) if collection is not None else {"ids": [], "metadatas": []}
         found: dict[str, set[str]] = {}
@@ -122,8 +122,8 @@ class VectorStore:
     def get(self, model_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> dict[str, dict[str, Any]]:
         include = ["documents", "metadatas"] + (["embeddings"] if with_embeddings else [])
         self._conn.refresh(wait=_READ_WAIT_S)
-        with self._conn.using() as (client, generation):
-            self._follow(generation)
+        with self._conn.using() as (client, version):
+            self._follow(version)
             collection = self._existing(client, model_id)
             if collection is None:
                 return {}
@@ -141,8 +141,8 @@ class VectorStore:
     def add(self, model_id: str, ids: Sequence[str], embeddings: Sequence[Sequence[float]],
             texts: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         self._conn.begin_write()
-        with self._conn.using() as (client, generation):
-            self._follow(generation)
+        with self._conn.using() as (client, version):
+            self._follow(version)
             # embedding_function=None: Chroma's default would try to download an ONNX model
             collection = self._collections.get(model_id) or client.get_or_create_collection(
                 self.collection_name(model_id), embedding_function=None,
@@ -159,8 +159,8 @@ class VectorStore:
 
     def delete_document(self, doc_id: str) -> None:
         self._conn.begin_write()
-        with self._conn.using() as (client, generation):
-            self._follow(generation)
+        with self._conn.using() as (client, version):
+            self._follow(version)
             for model_id in self._list_model_ids(client):
                 collection = self._existing(client, model_id)
                 if collection is not None:
@@ -170,11 +170,12 @@ class VectorStore:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _follow(self, generation: int) -> None:
-        """Drop collection handles of a client that was reopened since they were fetched."""
-        if generation != self._generation:
-            self._generation = generation
-            self._collections = {}
+    def _follow(self, version: tuple[int, int]) -> None:
+        """Drop what was cached from an older client (reopened since) or before any store's write."""
+        if version != self._version:
+            if version[0] != self._version[0]:
+                self._collections = {}
+            self._version = version
             self._forget_listing()
 
     def _existing(self, client: Any, model_id: str) -> Any:

@@ -162,3 +162,19 @@ def test_a_document_being_ingested_elsewhere_is_neither_deleted_nor_ingested_twi
     finally:
         child.kill()
     store.close()
+
+
+def test_two_stores_in_one_process_see_each_others_vectors(config: RagConfig, fake_router: EmbedderRouter,
+                                                           tmp_path: Path) -> None:
+    """A session with other settings opens a second store on the folder; both share one Chroma client."""
+    first = DocumentStore(config, fake_router)
+    second = DocumentStore(config, fake_router)
+    assert first.vectors.count() == 0 and second.vectors.count() == 0  # both have looked (and cached)
+    result = Ingestor(second, config).ingest_path(fixtures.make_english_pdf(tmp_path))
+    assert first.vectors.count() == result.chunks
+    assert result.doc_id in _vector_hits(first, fixtures.EN_FACT)
+    Ingestor(first, config).ingest_path(fixtures.make_chinese_pdf(tmp_path))
+    assert len(second.vectors.model_ids()) == 2
+    second.close()
+    assert result.doc_id in _vector_hits(first, fixtures.EN_FACT)  # closing one leaves the other working
+    first.close()
