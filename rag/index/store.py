@@ -130,7 +130,8 @@ class DocumentStore:
         """Changes whenever any document is added, removed or re-indexed, by any process (keys caches)."""
         count, latest = self.registry.fingerprint()
         self.keywords.refresh()
-        return f"{count}:{latest:.6f}:{self.keywords.generation}:{self._connection.generation}:{self._version}"
+        vectors = f"{self._connection.generation}.{self._connection.writes}"
+        return f"{count}:{latest:.6f}:{self.keywords.generation}:{vectors}:{self._version}"
 
     def chunks(self, doc_id: str) -> list[Chunk]:
         return self.keywords.chunks_of(doc_id)
