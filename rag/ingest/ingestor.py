@@ -197,6 +197,7 @@ class Ingestor:
             with self.store.writing(f"indexing {file_name}"):
                 self._check_claim(doc_id, file_name)
                 committing = True
+                reached("commit.begin")
                 if reindex is not None:  # from here the old index goes: a crash now must not look complete
                     registry.update(doc_id, status="processing")
                     reached("reindex.marked")

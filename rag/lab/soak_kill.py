@@ -1,12 +1,15 @@
 """Kill -9 soak: real ingests of real PDFs, with the real models, killed at random moments.
 
 Each round starts ``python -m rag ingest``'s work (``Ingestor.ingest_path`` over the bundled models)
-in a child process and sends it SIGKILL at a random moment: half the rounds anywhere from the start
-of parsing to the end of the previous ingest of that PDF, half within its commit (vectors, keywords,
-pages, status). A second child then opens the library (a restart, which recovers), checks it
-(``rag.index.consistency``), ingests the same PDF again, checks that it is consistent and that the
-document is found by keywords and by vectors, that the baseline document is untouched, and deletes
-the PDF again so the next round of it starts fresh. A round passes when all of that holds.
+in a child process and kills it with SIGKILL. Odd rounds are killed from outside at a random time,
+uniform from the start of parsing over the duration of that PDF's last ingest (30 s before one was
+measured); even rounds kill themselves at a random write step of the commit (vectors, keywords,
+pages, status: ``commit.begin+k``, k uniform in 0..11, ``rag.index.failpoints``), a window of well
+under a second that timing alone rarely hits. A second child then opens the library (a restart,
+which recovers), checks it (``rag.index.consistency``), ingests the same PDF again, checks that it is
+consistent and that the document is found by keywords and by vectors, that the baseline document is
+untouched, and deletes the PDF again. The embedding cache is then emptied, so that every round's
+ingest embeds for real. A round passes when all of that holds.
 
     flock /tmp/citewise-cpu.lock .venv/bin/python -m rag.lab.soak_kill --rounds 20
 
@@ -31,6 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_PDFS = REPO.parent / "shared" / "data" / "pdfs"
+_COMMIT_STEPS = 12  # failpoints a one-model commit passes (a few more when vectors come in several batches)
 _BASELINE_TEXT = ("# Soak baseline\n\nThe zephyrine calibration ledger records every quarterly tessellation "
                   "audit performed on the northern reservoir turbines.\n")
 
@@ -39,8 +43,9 @@ _BASELINE_TEXT = ("# Soak baseline\n\nThe zephyrine calibration ledger records e
 class Round:
     number: int
     pdf: str
-    mode: str  # anywhere | commit
+    mode: str  # anywhere (killed from outside after delay_s) | commit (killed at its commit's step kill_step)
     delay_s: float
+    kill_step: int | None = None
     last_stage: str = ""  # the last stage the child reported before the kill
     exit_code: int | None = None  # -9 when the kill landed, 0 when the ingest finished first
     after_kill: str = ""  # the document's status after the restart: completed, failed or absent
@@ -96,9 +101,9 @@ def run_soak(pdfs: list[Path], *, rounds: int, work: Path, seed: int = 0, baseli
     for number in range(1, rounds + 1):
         pdf = order[(number - 1) % len(order)]
         mode = "anywhere" if number % 2 else "commit"
-        timing = estimates.get(str(pdf), {})
-        window = (timing.get("total", 8.0) if mode == "anywhere" else timing.get("store", 1.0))
-        result = Round(number, pdf.name, mode, round(rng.uniform(0.0, window), 3))
+        window = estimates.get(str(pdf), {}).get("total", 30.0)
+        result = Round(number, pdf.name, mode, round(rng.uniform(0.0, window), 3) if mode == "anywhere" else 0.0,
+                       kill_step=rng.randint(0, _COMMIT_STEPS - 1) if mode == "commit" else None)
         started = time.monotonic()
         try:
             _kill_round(work, pdf, result)
@@ -108,6 +113,7 @@ def run_soak(pdfs: list[Path], *, rounds: int, work: Path, seed: int = 0, baseli
                 setattr(result, key, report.get(key, getattr(result, key)))
             if report.get("timings"):
                 estimates[str(pdf)] = report["timings"]
+            _forget_embeddings(work)
         except Exception as exc:  # noqa: BLE001 - a round that breaks is a failed round, reported as such
             result.error = f"{type(exc).__name__}: {exc}"
         result.seconds = round(time.monotonic() - started, 1)
@@ -117,10 +123,22 @@ def run_soak(pdfs: list[Path], *, rounds: int, work: Path, seed: int = 0, baseli
     return results
 
 
+def _forget_embeddings(work: Path) -> None:
+    """Empty the library's embedding cache (no child is running), so the next ingest embeds for real."""
+    import sqlite3
+
+    with sqlite3.connect(work / "embed_cache.sqlite3", timeout=30) as db:
+        db.execute("DELETE FROM embeddings")
+
+
 def _kill_round(work: Path, pdf: Path, result: Round) -> None:
+    env = dict(os.environ)
+    if result.kill_step is not None:
+        env["CITEWISE_KILL_AT"] = f"commit.begin+{result.kill_step}"
     child = subprocess.Popen([sys.executable, "-m", "rag.lab.soak_kill", "child-ingest", "--data", str(work),
-                              str(pdf)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    trigger = "parse" if result.mode == "anywhere" else "store"
+                              str(pdf)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True)
+    trigger = "parse" if result.kill_step is None else None
     fire_at = None
     assert child.stdout is not None
     while child.poll() is None:
@@ -248,8 +266,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def log(result: Round) -> None:
         verdict = "ok  " if result.ok else "FAIL"
-        print(f"{verdict} round {result.number:>2} {result.mode:<8} kill +{result.delay_s:5.2f}s after "
-              f"{'parse' if result.mode == 'anywhere' else 'store'}: exit {result.exit_code}, last stage "
+        when = (f"kill +{result.delay_s:5.2f}s after parse" if result.kill_step is None
+                else f"kill at commit step {result.kill_step:>2}  ")
+        print(f"{verdict} round {result.number:>2} {when}: exit {result.exit_code}, last stage "
               f"{result.last_stage or '-':<17} -> {result.after_kill:<9} re-ingest {result.reingest:<9} "
               f"{result.seconds:6.1f}s  {result.pdf}" + (f"  {result.error}" if result.error else ""),
               file=sys.stderr, flush=True)
