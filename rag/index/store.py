@@ -21,7 +21,8 @@ folder; they all read, and they take turns to write:
   document ``completed`` and its old index while it computes, then marks it ``processing``, swaps the
   index and marks it ``completed`` again; delete marks the row ``deleting`` → vectors → keywords →
   files → row. Recovery purges a dead ingest's entries and marks it failed (the stored file stays, so
-  re-ingesting works), finishes an interrupted delete, and removes folders with no registry row.
+  re-ingesting works), finishes an interrupted delete, and rebuilds BM25 matrices saved from other
+  token rows; when a store opens it also removes folders with no registry row.
 - **Readers see completed documents only**: retrieval skips every document whose row is not
   ``completed`` (``hidden``), so the moments between write steps never show a half-written document.
 - **Other processes' writes become visible without reopening**: the registry is SQLite (always
