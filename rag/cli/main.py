@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rag.cli.common import LAB_COMMANDS, add_global_options, command_of, configure, forward_to_lab
-from rag.config import RagConfig
+from rag.config import RagConfig, setting_specs
 
 BUSY = 3  # exit code: another process holds the library or the document; nothing was changed
 
@@ -64,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--doc", action="append", dest="doc_ids", metavar="ID", help="only these documents")
     search.add_argument("--json", action="store_true")
     search.set_defaults(handler=_cmd_search)
+
+    settings = commands.add_parser("config", help="every setting: type, default, bounds, current value and help")
+    settings.add_argument("--json", action="store_true")
+    settings.set_defaults(handler=_cmd_config)
 
     evaluate = commands.add_parser("eval", help="retrieval quality on a benchmark dataset (--help for options)",
                                    add_help=False)
@@ -185,12 +189,11 @@ def _cmd_reindex(args: argparse.Namespace, config: RagConfig) -> int:
 
 
 def _cmd_search(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.retrieval.pipeline import QueryError
-    from rag.runtime import build_pipeline, build_store
+    from rag.retrieval.query import QueryError
+    from rag.runtime import build_engine
 
-    store = build_store(config)
     try:
-        result = build_pipeline(config, store).retrieve(args.question, config, doc_ids=args.doc_ids)
+        result = build_engine(config, with_llm=False).search(args.question, doc_ids=args.doc_ids)
     except QueryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -217,6 +220,30 @@ def _cmd_search(args: argparse.Namespace, config: RagConfig) -> int:
         print(f"  {stage.name:<9} {stage.duration_ms:8.1f} ms  {len(stage.candidates):>3} candidates  {top}{reason}")
         for note in stage.notes:
             print(f"            {note}")
+    return 0
+
+
+def _cmd_config(args: argparse.Namespace, config: RagConfig) -> int:
+    """Print every setting as described in ``rag.config``, with its value after --config, env and --set."""
+    rows = []
+    for key, spec in setting_specs().items():
+        section, name = key.split(".")
+        rows.append({"key": key, "type": spec.kind, "default": spec.default, "minimum": spec.minimum,
+                     "maximum": spec.maximum, "choices": list(spec.choices) if spec.choices else None,
+                     "current": getattr(getattr(config, section), name), "help": spec.help})
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return 0
+    width = max(len(row["key"]) for row in rows)
+    for row in rows:
+        if row["minimum"] is not None:
+            bounds = f"{row['minimum']}..{row['maximum']}"
+        else:
+            bounds = "|".join(row["choices"] or ())
+        changed = "" if row["current"] == row["default"] else "  (changed)"
+        print(f"{row['key']:<{width}}  {row['type']:<6} default {row['default']!r}  "
+              + (f"[{bounds}]  " if bounds else "") + f"current {row['current']!r}{changed}")
+        print(f"{'':<{width}}  {row['help']}")
     return 0
 
 

@@ -4,9 +4,10 @@ It is also the node store: Chroma keeps vectors, but llama-index keeps no docsto
 index, so chunk text and metadata live here too (keyword-only retrieval must work when the vector
 side is down).
 
-Token lists are stored per chunk in SQLite (the source of truth), so adding or deleting a document
-re-tokenizes only that document; the matrices are then re-assembled from the stored tokens (a sparse
-build, ~1 s per 100k chunks) and saved atomically, checked by content on load (``bm25_files``).
+Token lists are stored per chunk in SQLite (``keyword_rows``, the source of truth), so adding or
+deleting a document re-tokenizes only that document; the matrices are then re-assembled from the
+stored tokens (a sparse build, ~1 s per 100k chunks) and saved atomically, checked by content on load
+(``bm25_files``).
 Queries load nothing: the index stays in memory and is swapped after each write. Another instance
 over the same folder (another store or process) notices a save by the identity of the ``CURRENT``
 file (one ``stat`` per query) and loads it.
@@ -14,9 +15,14 @@ file (one ``stat`` per query) and loads it.
 Two matrices are kept, over tokens and over adjacent token pairs (``bm25_files.build``). A query's
 score is ``bm25(tokens) + phrase_weight * bm25(pairs)``: shared phrases are strong evidence that plain
 bag-of-words BM25 throws away (on SQuAD dev it lifts MRR@10 of the hybrid pipeline from 0.868 to
-0.878; see README). ``k1`` is 0.7, not bm25s' 1.5 (``BM25_PARAMS``): a lower k1 ranked better on all
-three evaluation sets (README, "BM25 parameters"); an index saved with other parameters is rebuilt
-from its stored tokens when opened.
+0.878; see README).
+
+BM25's term-frequency saturation ``k1`` is 0.5, not bm25s' 1.5 (``BM25_PARAMS``). Chosen on tuning
+splits with the default hybrid pipeline (docs/retrieval-protocol.md): a lower k1 ranked better fused
+on SciFact train and the tune halves of SQuAD and CMRC2018; b 0.5-0.9 made no difference. The scores
+are baked into the saved matrices, so an index saved with other parameters is rebuilt from its stored
+tokens when opened; so is one whose rows an older tokenizer made, after they are re-tokenized
+(``retokenize_if_stale``, which the store runs under the write lock).
 
 Documents that ``hidden`` names (the store passes every registry row that is not completed) are never
 returned by ``search``, so a half-written or half-deleted document stays out of retrieval.
@@ -26,7 +32,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,12 +44,13 @@ from rag.documents import Chunk
 from rag.index import bm25_files
 from rag.index.bm25_files import token_pairs
 from rag.index.failpoints import reached
+from rag.index.keyword_rows import KeywordRows
 from rag.text.tokenizer import tokenize
 
 logger = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG to stderr
 
-BM25_PARAMS = {"k1": 0.7, "b": 0.75}
+BM25_PARAMS = {"k1": 0.5, "b": 0.75}
 
 
 @dataclass(frozen=True)
@@ -73,8 +79,9 @@ class KeywordIndex:
         folder: Where the tokens and the saved matrices live.
         tokenizer: Text to BM25 tokens. Defaults to ``rag.text.tokenizer.tokenize``.
         hidden: Documents ``search`` must skip (called per query; cache inside). Defaults to none.
-        may_save: Whether this instance may save the matrices after rebuilding them on open; the store
-            allows it only while it holds the library's write lock. Defaults to always.
+        may_save: Whether this instance may write on open (re-tokenize rows an older tokenizer made, save
+            rebuilt matrices); the store allows it only while it holds the library's write lock.
+            Defaults to always.
     """
 
     def __init__(self, folder: Path, *, tokenizer: Callable[[str], list[str]] = tokenize,
@@ -86,19 +93,13 @@ class KeywordIndex:
         self._hidden = hidden or frozenset
         self._may_save = may_save or (lambda: True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(folder / "tokens.sqlite3", check_same_thread=False, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        with self._db:
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS chunk_tokens ("
-                " chunk_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, position INTEGER NOT NULL, tokens TEXT NOT NULL,"
-                " text TEXT NOT NULL, metadata TEXT NOT NULL)"
-            )
-            self._db.execute("CREATE INDEX IF NOT EXISTS chunk_tokens_doc ON chunk_tokens(doc_id)")
+        self._rows_db = KeywordRows(folder / "tokens.sqlite3")
         self._view = _View()
         self._seen: tuple[int, int, int] | None = None
         self._mask: tuple[tuple[int, frozenset[str]], np.ndarray] | None = None
         self.generation = 0  # changes whenever the in-memory index does (keys caches)
+        if self._may_save() and tokenizer is tokenize:
+            self._rows_db.retokenize(tokenize, keyword_text)
         self._load_or_build()
 
     # -- writes -------------------------------------------------------------------------------
@@ -113,16 +114,13 @@ class KeywordIndex:
                  c.text, json.dumps(c.metadata(), ensure_ascii=False))
                 for doc_id, chunks in documents.items() for c in chunks]
         with self._lock:
-            with self._db:  # one transaction: a crash keeps the old rows or the new, never a mix
-                self._db.executemany("DELETE FROM chunk_tokens WHERE doc_id = ?", [(d,) for d in documents])
-                self._db.executemany("INSERT INTO chunk_tokens VALUES (?, ?, ?, ?, ?, ?)", rows)
+            self._rows_db.replace(documents, rows)
             reached("bm25.tokens_committed")
             self._rebuild(save=True)
 
     def delete(self, doc_id: str) -> int:
         with self._lock:
-            with self._db:
-                removed = self._db.execute("DELETE FROM chunk_tokens WHERE doc_id = ?", (doc_id,)).rowcount
+            removed = self._rows_db.delete(doc_id)
             if removed:
                 reached("bm25.tokens_committed")
                 self._rebuild(save=True)
@@ -140,6 +138,17 @@ class KeywordIndex:
             self._rebuild(save=True)
             return True
 
+    def retokenize_if_stale(self) -> bool:
+        """Re-tokenize rows an older tokenizer made, then rebuild and save; the caller holds the
+        library's write lock. Returns whether it did."""
+        if self._tokenize is not tokenize:  # a custom tokenizer has no version to compare
+            return False
+        with self._lock:
+            if not self._rows_db.retokenize(tokenize, keyword_text):
+                return False
+            self._rebuild(save=True)
+            return True
+
     # -- reads --------------------------------------------------------------------------------
 
     def __len__(self) -> int:
@@ -149,16 +158,7 @@ class KeywordIndex:
         return set(self._current().doc_ids.tolist())
 
     def get(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
-        found: dict[str, Chunk] = {}
-        ids = list(chunk_ids)
-        with self._lock:
-            for start in range(0, len(ids), 500):
-                batch = ids[start:start + 500]
-                marks = ",".join("?" * len(batch))
-                for chunk_id, text, metadata in self._db.execute(
-                        f"SELECT chunk_id, text, metadata FROM chunk_tokens WHERE chunk_id IN ({marks})", batch):
-                    found[chunk_id] = Chunk.from_metadata(text, json.loads(metadata))
-        return found
+        return self._rows_db.get(chunk_ids)
 
     def idf(self, tokens: Iterable[str]) -> dict[str, float]:
         """``log(1 + N / (1 + df))`` per token, chunks as documents; a token no chunk has gets the
@@ -176,10 +176,7 @@ class KeywordIndex:
         return weights
 
     def chunks_of(self, doc_id: str) -> list[Chunk]:
-        with self._lock:
-            rows = self._db.execute("SELECT text, metadata FROM chunk_tokens WHERE doc_id = ? ORDER BY position",
-                                    (doc_id,)).fetchall()
-        return [Chunk.from_metadata(text, json.loads(metadata)) for text, metadata in rows]
+        return self._rows_db.chunks_of(doc_id)
 
     def chunk_ids_by_doc(self) -> dict[str, set[str]]:
         """Every stored chunk id per document, from the token rows (for consistency checks)."""
@@ -263,9 +260,7 @@ class KeywordIndex:
         return mask[1]
 
     def _rows(self) -> list[tuple[str, str, str]]:
-        with self._lock:
-            return self._db.execute(
-                "SELECT chunk_id, doc_id, tokens FROM chunk_tokens ORDER BY doc_id, position, chunk_id").fetchall()
+        return self._rows_db.rows()
 
     def _rows_digest(self) -> str:
         return bm25_files.rows_digest(self._rows())
@@ -289,8 +284,7 @@ class KeywordIndex:
                 self._set(_View(retriever, phrases, chunk_ids, self._view.doc_ids, digest, identity))
 
     def _data_version(self) -> int:
-        # changes when another connection (another instance or process) commits to tokens.sqlite3
-        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        return self._rows_db.data_version()
 
     def _load_or_build(self) -> None:
         try:
@@ -303,14 +297,14 @@ class KeywordIndex:
                 return
             logger.info("the saved BM25 index was built from other token rows; rebuilding it")
         except bm25_files.InvalidIndex as exc:
-            if self._db.execute("SELECT 1 FROM chunk_tokens LIMIT 1").fetchone():
+            if self._rows_db.any():
                 logger.info("BM25 index not usable (%s); rebuilding from stored tokens", exc)
         self._seen = bm25_files.current_identity(self._folder)
         self._rebuild(save=self._may_save())
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            self._rows_db.close()
 
 
 def keyword_text(chunk: Chunk) -> str:

@@ -15,16 +15,27 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rag.index.durable import writer_pid
 from rag.index.failpoints import reached
+from rag.index.keywords import KeywordIndex
 from rag.index.ownership import process_alive
-
-if TYPE_CHECKING:
-    from rag.index.store import DocumentStore
+from rag.index.registry import Registry
 
 logger = logging.getLogger(__name__)
+
+
+class DocumentStore(Protocol):
+    """What recovery needs of ``rag.index.store.DocumentStore`` (which imports this module)."""
+
+    registry: Registry
+    keywords: KeywordIndex
+    files_dir: Path
+
+    def purge_index_entries(self, doc_id: str) -> None: ...
+
+    def document_dir(self, doc_id: str) -> Path: ...
 
 INTERRUPTED = "interrupted: the previous ingest stopped before finishing; ingest the file again"
 INTERRUPTED_REINDEX = "interrupted: a re-index stopped before finishing; re-index the document again"

@@ -250,7 +250,8 @@ class DocumentStore:
 
     def recover(self, *, timeout: float | None = None) -> list[str]:
         """Clean up after dead writers (interrupted ingests, re-indexes and deletes, orphan folders, a
-        BM25 index saved from other rows); returns the ids of the documents it marked failed or removed.
+        BM25 index saved from other rows) and re-tokenize keyword rows an older tokenizer made; returns the
+        ids of the documents it marked failed or removed.
 
         Args:
             timeout: How long to wait for the write lock. Defaults to ``lock_timeout_s``.
@@ -259,7 +260,8 @@ class DocumentStore:
                             on_wait=self.on_wait):
             report = recovery.recover_interrupted(self)
             report.orphans.extend(recovery.remove_orphans(self))
-            self.keywords.save_if_stale()
+            if not self.keywords.retokenize_if_stale():  # a library an older tokenizer indexed
+                self.keywords.save_if_stale()
         if report.failed or report.deleted or report.orphans:
             logger.warning("recovered %s", report)
         return report.failed + report.deleted

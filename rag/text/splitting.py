@@ -149,3 +149,22 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+def passage_sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) spans of the sentences of a source text, trimmed of surrounding space."""
+    spans, start = [], 0
+    for match in _SENTENCE_BOUNDARIES.finditer(text):
+        spans.append((start, match.end()))
+        start = match.end()
+    if start < len(text):
+        spans.append((start, len(text)))
+    trimmed = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            trimmed.append((s, e))
+    return trimmed
