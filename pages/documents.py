@@ -1,24 +1,33 @@
 """Documents: upload, watch ingest progress, inspect (metadata, OCR'd pages, tables, notes), re-index, delete.
 
-Everything a document or the LLM wrote is shown as plain text (``st.text``, dataframes), never as
-Markdown: a summary or a file name must not be able to add links, images or layout.
+File names, chunk text and everything the LLM wrote are hostile: labels go through
+``ui.safe_text.label``, table cells and options through ``plain``, and text is shown with ``st.text``,
+never as Markdown, so a summary or a file name cannot add links, images or layout. The ingest worker
+is shared by every session, so this page lists and clears only the jobs this browser session submitted.
 """
 
 from __future__ import annotations
 
+import uuid
+
 import pandas as pd
 import streamlit as st
 
+from rag.answer.render import render_page_png
 from rag.documents import parse_page_ranges
 from rag.ingest.parse import SUPPORTED_EXTENSIONS
-from rag.answer.render import render_page_png
+from rag.ingest.queue import QueueFullError
 from ui.reindex import reindex_documents
 from ui.resources import get_ingest_queue, get_metadata_llm, get_store
+from ui.safe_text import escape_markdown, label, plain
 from ui.state import current_config
+
+OWNER_KEY = "documents_session"
 
 config = current_config()
 store = get_store(config)
 jobs = get_ingest_queue(config)
+owner: str = st.session_state.setdefault(OWNER_KEY, uuid.uuid4().hex)
 
 
 def metadata_llm():
@@ -28,8 +37,10 @@ def metadata_llm():
     try:
         return get_metadata_llm(config)
     except Exception as exc:  # noqa: BLE001 - the documents are still indexed, only without metadata
-        st.warning(f"Document metadata is enabled but the LLM could not be loaded: {exc}", icon=":material/warning:")
+        st.warning(f"Document metadata is enabled but the LLM could not be loaded: {escape_markdown(str(exc))}",
+                   icon=":material/warning:")
         return None
+
 
 st.title("Documents")
 
@@ -41,31 +52,38 @@ with st.form("upload", clear_on_submit=True):
     submitted = st.form_submit_button("Upload and index", type="primary")
 if submitted and uploads:
     llm = metadata_llm()
+    queued = 0
     for upload in uploads:
-        jobs.submit(upload.getvalue(), upload.name, config, metadata_llm=llm)
-    st.toast(f"Queued {len(uploads)} file(s) for indexing")
+        try:
+            jobs.submit(upload.getvalue(), upload.name, config, owner=owner, metadata_llm=llm)
+            queued += 1
+        except QueueFullError as exc:
+            st.error(escape_markdown(str(exc)), icon=":material/hourglass_top:")
+    if queued:
+        st.toast(f"Queued {queued} file(s) for indexing")
 
 
 @st.fragment(run_every=1.0)
 def ingest_progress() -> None:
-    current = jobs.jobs()
+    current = jobs.jobs(owner)
     if not current:
         return
     st.subheader("Indexing")
     for job in current:
         result = job.result
+        name = label(job.file_name)
         if job.state != "done":
-            st.progress(job.fraction, text=f"{job.file_name} — {job.stage or 'queued'}: {job.message}")
+            st.progress(job.fraction, text=f"{name} — {job.stage or 'queued'}: {label(job.message)}")
         elif result and result.status == "completed":
-            st.success(f"{job.file_name}: {result.pages} pages, {result.chunks} chunks ({result.language})",
+            st.success(f"{name}: {result.pages} pages, {result.chunks} chunks ({result.language})",
                        icon=":material/check_circle:")
         elif result and result.status == "duplicate":
-            st.info(f"{job.file_name}: {result.error}", icon=":material/info:")
+            st.info(f"{name}: {label(result.error)}", icon=":material/info:")
         else:
-            st.error(f"{job.file_name}: {result.error if result else 'failed'}", icon=":material/error:")
-    if not jobs.active():
+            st.error(f"{name}: {label(result.error if result else 'failed')}", icon=":material/error:")
+    if not jobs.active(owner):
         if st.button("Clear finished"):
-            jobs.forget_finished()
+            jobs.forget_finished(owner)
             st.rerun()
         elif st.session_state.get("documents_seen_jobs") != len(current):
             st.session_state["documents_seen_jobs"] = len(current)
@@ -91,12 +109,13 @@ if not records:
     st.stop()
 
 table = pd.DataFrame([{
-    "name": r.file_name, "pages": r.pages, "chunks": r.chunks, "tables": r.tables, "OCR'd pages": r.ocr_pages,
-    "language": r.language or "–", "status": r.status, "error": r.error, "id": r.doc_id,
+    "name": plain(r.file_name), "pages": r.pages, "chunks": r.chunks, "tables": r.tables,
+    "OCR'd pages": r.ocr_pages, "language": r.language or "–", "status": r.status, "error": plain(r.error or ""),
+    "id": r.doc_id,
 } for r in records])
 st.dataframe(table, hide_index=True, width="stretch")
 
-names = {r.doc_id: f"{r.file_name} ({r.status})" for r in records}
+names = {r.doc_id: f"{plain(r.file_name)} ({r.status})" for r in records}
 # The key carries the statuses: Streamlit keeps a keyed widget's option labels, so a document that
 # finished indexing would otherwise still read "(pending)" here.
 inspect_key = "documents_inspect_" + str(hash(tuple(names.items())))
@@ -111,21 +130,25 @@ if actions[0].button("Re-index", help="Parse, chunk and embed again with the cur
                      disabled=not record.stored_path):
     from rag.ingest.ingestor import Ingestor
 
-    with st.status(f"Re-indexing {record.file_name}…", expanded=False) as status:
+    with st.status(f"Re-indexing {label(record.file_name)}…", expanded=False) as status:
         result = Ingestor(store, config, metadata_llm=metadata_llm()).reindex(doc_id)
-        status.update(label=f"{record.file_name}: {result.status} {result.error}",
+        status.update(label=label(f"{record.file_name}: {result.status} {result.error}"),
                       state="complete" if result.ok else "error")
 if actions[1].button("Delete", type="secondary"):
-    store.delete(doc_id)
-    st.toast(f"Deleted {record.file_name}")
-    st.rerun()
+    try:
+        store.delete(doc_id)
+    except RuntimeError as exc:  # another process is writing, or this document is being indexed
+        st.error(f"Not deleted: {escape_markdown(str(exc))}")
+    else:
+        st.toast(f"Deleted {label(record.file_name)}")
+        st.rerun()
 
 if record.error:
-    st.error(record.error)
+    st.error(escape_markdown(record.error))
 ocr_pages = parse_page_ranges(record.ocr_pages)
 if ocr_pages:
-    st.info(f"Read by OCR (Tesseract), no text layer: page(s) {record.ocr_pages}. Their text may hold recognition "
-            "errors.", icon=":material/document_scanner:")
+    st.info(f"Read by OCR (Tesseract), no text layer: page(s) {label(record.ocr_pages)}. Their text may hold "
+            "recognition errors.", icon=":material/document_scanner:")
 if record.notes:
     with st.expander(f"{len(record.notes.splitlines())} note(s): what some pages lost, and why", expanded=True):
         st.text(record.notes)
@@ -133,8 +156,8 @@ if record.summary or record.keywords:
     with st.container(border=True):
         st.caption("Summary, keywords, topics and key phrases written by the LLM at ingest")
         st.text(record.summary)
-        st.dataframe(pd.DataFrame([{"keywords": record.keywords, "topics": record.topics,
-                                    "key phrases": record.key_phrases}]), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame([{"keywords": plain(record.keywords), "topics": plain(record.topics),
+                                    "key phrases": plain(record.key_phrases)}]), hide_index=True, width="stretch")
 
 if record.status == "completed":
     chunks = store.chunks(doc_id)
@@ -147,11 +170,15 @@ if record.status == "completed":
                      else f"pp. {chunk.page_start}–{chunk.page_end}")
             kind = " · table" if chunk.kind == "table" else ""
             scanned = " · OCR" if chunk.page_start in ocr_pages else ""
-            with st.expander(f"#{chunk.index} · {pages}{kind}{scanned} · {chunk.heading_path or chunk.text[:60]}"):
+            with st.expander(f"#{chunk.index} · {pages}{kind}{scanned} · "
+                             f"{label(chunk.heading_path or chunk.text[:60])}"):
                 st.text(chunk.text)  # never markdown or HTML: document text is data
     with right:
         if record.file_type == "pdf":
             page_number = st.number_input("Page preview", min_value=1, max_value=max(record.pages, 1), value=1)
             if int(page_number) in ocr_pages:
                 st.caption(f"Page {int(page_number)} has no text layer; its text was read by OCR.")
-            st.image(render_page_png(store.stored_file(doc_id), int(page_number)), width="stretch")
+            try:
+                st.image(render_page_png(store.stored_file(doc_id), int(page_number)), width="stretch")
+            except (OSError, ValueError, RuntimeError) as exc:  # includes a page too large to draw
+                st.warning(f"Page {int(page_number)} could not be previewed: {label(str(exc))}")

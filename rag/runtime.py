@@ -1,6 +1,7 @@
 """Assembly of the real components from one config: the only place models are constructed.
 
-The CLI and the Streamlit app both build through here (the app wraps these in ``st.cache_resource``).
+The CLI, the evaluation and the Streamlit app all build through here (the app wraps these in
+``st.cache_resource``, passing in the models it has cached so that no second copy is loaded).
 """
 
 from __future__ import annotations
@@ -13,11 +14,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import logging  # noqa: E402
 import threading  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import TYPE_CHECKING, Any, Callable  # noqa: E402
 
+from rag.answer.llm_runner import LLMRunner  # noqa: E402
 from rag.config import DEFAULT_HOME, GenerationConfig, RagConfig  # noqa: E402
-from rag.models.embedding_router import EmbedderRouter  # noqa: E402
 from rag.index.store import DocumentStore  # noqa: E402
+from rag.models.embedding_router import EmbedderRouter  # noqa: E402
+from rag.models.llms import LLMHandle  # noqa: E402
+
+if TYPE_CHECKING:
+    from rag.answer.engine import CitewiseQueryEngine
 
 logger = logging.getLogger(__name__)
 
@@ -33,11 +39,59 @@ def build_store(config: RagConfig, router: EmbedderRouter | None = None) -> Docu
     return DocumentStore(config, router or build_router(config))
 
 
-def build_llm_handle(config: RagConfig):
-    """The configured LLM (embedded GGUF or OpenAI-compatible server, with fallback recorded)."""
+def build_llm_handle(config: RagConfig, *, load_embedded: Callable[[], Any] | None = None) -> LLMHandle:
+    """The configured LLM (embedded GGUF or OpenAI-compatible server, with a fallback recorded).
+
+    Args:
+        config: The settings (``llm`` and ``generation``).
+        load_embedded: Returns the embedded model when it is needed (the app passes its cached one).
+            Defaults to loading it from ``llm.embedded_model``.
+    """
     from rag.models.llms import build_llm
 
-    return build_llm(config.llm, config.generation, DEFAULT_HOME)
+    return build_llm(config.llm, config.generation, DEFAULT_HOME, load_embedded=load_embedded)
+
+
+def build_llm_runner(config: RagConfig, handle: LLMHandle, *,
+                     load_embedded: Callable[[], Any] | None = None) -> LLMRunner:
+    """The answering LLM with its mid-request fallback: a server that fails while answering hands over
+    to the embedded model once (when ``llm.fallback_to_embedded``), built on first need."""
+    from rag.models.llms import load_embedded_llm
+
+    factory = None
+    if handle.backend_used == "openai" and config.llm.fallback_to_embedded:
+        factory = load_embedded or (lambda: load_embedded_llm(config.llm, config.generation, DEFAULT_HOME))
+    return LLMRunner(handle.llm, backend=handle.backend_used, chosen_because=handle.fallback_reason,
+                     fallback_factory=factory)
+
+
+def needs_llm(config: RagConfig) -> bool:
+    """Whether retrieval alone calls the LLM (query rewrite, HyDE, reflection)."""
+    return config.query.rewrite or config.query.hyde or config.reflection.enabled
+
+
+def build_engine(config: RagConfig, *, store: DocumentStore | None = None, llm: LLMRunner | None = None,
+                 reranker: Any = None, with_llm: bool = True, **options: Any) -> CitewiseQueryEngine:
+    """The query engine ``config`` describes, over models built here unless they are given.
+
+    Args:
+        config: The settings.
+        store: The document store. Defaults to one built from ``config``.
+        llm: The answering LLM. Defaults to one built from ``config`` when ``with_llm`` or when retrieval
+            needs it (``needs_llm``).
+        reranker: The cross-encoder. Defaults to one built from ``config`` when rerank is on.
+        with_llm: False builds a retrieval-only engine (evaluation, ``rag search``) unless retrieval itself
+            needs the LLM. Defaults to True.
+        **options: Passed to ``CitewiseQueryEngine`` (``search_mode``, ``llm_groundedness``, ``streaming``).
+    """
+    from rag.answer.engine import CitewiseQueryEngine
+
+    store = store or build_store(config)
+    if llm is None and (with_llm or needs_llm(config)):
+        llm = build_llm_runner(config, build_llm_handle(config))
+    if reranker is None and config.rerank.enabled:
+        reranker = build_reranker(config)
+    return CitewiseQueryEngine.from_config(config, store, llm, reranker=reranker, **options)
 
 
 def build_metadata_llm(config: RagConfig, handle: Any = None) -> Any:
@@ -80,15 +134,6 @@ def build_reranker(config: RagConfig):
     from rag.models.embedders import build_cross_encoder
 
     return build_cross_encoder(config.rerank.model_path)
-
-
-def build_pipeline(config: RagConfig, store: DocumentStore, *, with_llm: bool = False):
-    """A retrieval pipeline over ``store``; the LLM is loaded only when query enhancement needs it."""
-    from rag.retrieval.pipeline import RetrievalPipeline
-
-    needs_llm = with_llm or config.query.rewrite or config.query.hyde
-    llm = build_llm_handle(config).llm if needs_llm else None
-    return RetrievalPipeline(store, llm=llm, reranker=build_reranker(config))
 
 
 def with_generation(llm: Any, generation: GenerationConfig) -> Any:

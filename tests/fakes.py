@@ -79,3 +79,13 @@ class ScriptedLLM(CustomLLM):
 
 def texts(nodes: Sequence[Any]) -> list[str]:
     return [n.node.get_content() for n in nodes]
+
+
+def make_engine(store: Any, config: Any, llm: Any = None, *, reranker: Any = None, backend: str = "embedded",
+                fallback: Any = None, **options: Any) -> Any:
+    """The app's query engine for ``config`` over ``store``, answering with ``llm`` (None: retrieval only)."""
+    from rag.answer.engine import CitewiseQueryEngine
+    from rag.answer.llm_runner import LLMRunner
+
+    runner = None if llm is None else LLMRunner(llm, backend=backend, fallback_factory=fallback)
+    return CitewiseQueryEngine.from_config(config, store, runner, reranker=reranker, **options)

@@ -1,14 +1,15 @@
 """Showing one answer: streaming it, its sources, the citation viewer with the highlighted page,
-reflection scores and groundedness flags. Shared by the Chat and Compare pages.
+reflection's context grades and groundedness flags. Shared by the Chat and Compare pages.
 
 Document text (sources, quotes) is data: it goes through ``st.text`` or escaped Markdown, never HTML.
-The answer itself is the model's Markdown, which Streamlit renders without HTML.
+The answer is the model's Markdown, which may echo a hostile document: it is shown through
+``ui.safe_text`` (links, images and HTML as text), also while it streams. File names are escaped and
+their invisible characters spelled out wherever they appear.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -17,16 +18,10 @@ import streamlit as st
 from rag.answer.types import AnswerResult, ChatTurn, Citation, Source
 from rag.config import RagConfig
 from ui.resources import get_engine, page_image
+from ui.safe_text import escape_markdown, label, plain, stream_answer_text
 from ui.trace_view import render_trace, settings_summary, timing_summary
 
 logger = logging.getLogger(__name__)
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
-
-
-def escape_markdown(text: str) -> str:
-    """``text`` shown literally by ``st.markdown`` (no formatting, links, HTML, LaTeX or colour directives)."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def pages_label(start: int, end: int) -> str:
@@ -35,28 +30,30 @@ def pages_label(start: int, end: int) -> str:
 
 @dataclass
 class Outcome:
-    """One attempt to answer: the result, the streamed draft, or why there is no answer."""
+    """One attempt to answer: the result, or why there is no answer."""
 
     result: AnswerResult | None = None
-    draft: str = ""
     error: str = ""
 
 
 def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTurn] = (),
                   doc_ids: Sequence[str] | None = None, use_knowledge_base: bool = True,
                   marks: dict[str, str] | None = None) -> Outcome:
-    """Retrieve, show the sources at once, stream the answer, then finish it (reflection, citations).
+    """Retrieve (and reflect, when on), show the sources at once, stream the answer, then finish it
+    (citations, highlights, groundedness).
 
     Errors are shown with ``st.error`` and returned in ``Outcome.error``; nothing raises.
     """
     from rag.models.llm_openai import LLMUnavailableError
-    from rag.retrieval.pipeline import QueryError
+    from rag.retrieval.query import QueryError
 
     try:
-        label = "Searching your documents…" if use_knowledge_base else "Preparing the answer…"
+        label = "Preparing the answer…" if not use_knowledge_base else (
+            "Searching your documents and grading what was found (reflection)…" if config.reflection.enabled
+            else "Searching your documents…")
         with st.status(label, expanded=False) as status:
             engine = get_engine(config)
-            stream = engine.stream(question, config, history=history, doc_ids=doc_ids,
+            stream = engine.stream(question, history=history, doc_ids=doc_ids,
                                    use_knowledge_base=use_knowledge_base)
             found = f"{len(stream.sources)} sources found" if use_knowledge_base else "Knowledge base off"
             status.update(label=found, state="complete")
@@ -70,24 +67,21 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
     if stream.sources:
         render_sources(stream.sources, marks=marks)
     try:
-        # write_stream calls iter() once to test the argument and again to loop, and an AnswerStream
-        # can be iterated only once: hand it the token generator itself
-        draft = st.write_stream(iter(stream))
-        finishing = ("Grading the answer and retrying if it is weak (reflection)…"
-                     if config.reflection.enabled and stream.sources else "Checking citations…")
-        with st.spinner(finishing):
+        # every redraw goes through safe_markdown: the raw tokens may echo a document's links and images
+        stream_answer_text(iter(stream))
+        with st.spinner("Checking citations…"):
             result = stream.result()
     except Exception as exc:  # noqa: BLE001
         logger.exception("answering failed while streaming")
         return _failed(f"The answer failed ({type(exc).__name__}: {exc}). The server log has the details.")
     result.trace["settings"] = settings_summary(config)  # what produced this answer, for the trace and exports
     if result.error:
-        st.error(result.error)
-    return Outcome(result=result, draft=draft if isinstance(draft, str) else stream.text)
+        st.error(escape_markdown(result.error))
+    return Outcome(result=result)
 
 
 def _failed(message: str) -> Outcome:
-    st.error(message)
+    st.error(escape_markdown(message))
     return Outcome(error=message)
 
 
@@ -104,20 +98,16 @@ def source_line(source: Source, marks: dict[str, str] | None = None) -> str:
     """``**[n]** file · pages · score`` plus a badge from ``marks`` (by chunk id), as safe Markdown."""
     score = f" · score {source.score:.3f}" if source.score is not None else ""
     badge = f" :orange-badge[{marks[source.chunk_id]}]" if marks and source.chunk_id in marks else ""
-    return (f"**[{source.n}]** {escape_markdown(source.file_name)} · "
+    return (f"**[{source.n}]** {label(source.file_name)} · "
             f"{pages_label(source.page_start, source.page_end)}{score}{badge}")
 
 
-def render_result(result: AnswerResult, store: Any, *, key: str, draft: str = "",
-                  marks: dict[str, str] | None = None) -> None:
+def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str, str] | None = None) -> None:
     """Everything under an answer: flags, reflection, sources, the citation viewer and the trace."""
     if result.error:
-        st.error(result.error)
+        st.error(escape_markdown(result.error))
     if result.fallback_reason:
-        st.warning(result.fallback_reason)
-    if draft and draft.strip() != result.answer:
-        with st.expander("First draft (replaced after reflection)"):
-            st.markdown(draft)
+        st.warning(escape_markdown(result.fallback_reason))
     render_groundedness(result)
     render_reflection(result)
     if result.sources:
@@ -127,7 +117,7 @@ def render_result(result: AnswerResult, store: Any, *, key: str, draft: str = ""
     elif result.used_knowledge_base and result.abstained and not result.error:
         gate = result.trace.get("answerability") or {}
         why = f" The answerability check: {gate['reason']}." if gate.get("answerable") is False else ""
-        st.caption(escape_markdown(f"The answer was not found in the documents searched.{why}"))
+        st.caption(label(f"The answer was not found in the documents searched.{why}"))
     render_trace(result)
 
 
@@ -139,7 +129,7 @@ def render_groundedness(result: AnswerResult) -> None:
     if not unsupported:
         st.caption(f":material/verified: All {len(checks)} cited sentences are supported by their sources.")
         return
-    lines = "\n".join(f"- {escape_markdown(g['sentence'])} ({escape_markdown(g['reason'] or 'unsupported')})"
+    lines = "\n".join(f"- {label(g['sentence'])} ({label(g['reason'] or 'unsupported')})"
                       for g in unsupported)
     st.warning(f"**{len(unsupported)} of {len(checks)} cited sentences are not supported by the cited "
                f"source:**\n\n{lines}", icon=":material/report:")
@@ -151,19 +141,20 @@ def render_reflection(result: AnswerResult) -> None:
         return
     kept = next((r for r in rounds if r.get("selected")), rounds[-1])
     score = "unscored" if kept.get("score") is None else f"{kept['score']:g}/10"
-    st.caption(f":material/rate_review: Reflection score {score} (round {kept['round']} of {len(rounds)} kept)")
+    st.caption(f":material/rate_review: Context graded {score} by reflection (round {kept['round']} of "
+               f"{len(rounds)} kept)")
     with st.expander("Reflection rounds"):
         import pandas as pd
 
         st.dataframe(pd.DataFrame([{
-            "round": r["round"], "strategy": r["strategy"], "score": r.get("score"), "kept": bool(r.get("selected")),
-            "top_k": r.get("top_k"), "query": r.get("query", ""), "reason": r.get("reason", ""),
+            "round": r["round"], "score": r.get("score"), "kept": bool(r.get("selected")),
+            "widening": r.get("expansion", 0), "search query": r.get("query", ""), "reason": r.get("reason", ""),
         } for r in rounds]), hide_index=True, width="stretch")
 
 
 def render_citation_viewer(citations: Sequence[Citation], store: Any, *, key: str) -> None:
     """Choose a citation; see its passage highlighted on the PDF page (or quoted, for other formats)."""
-    labels = [f"[{c.n}] {c.file_name} · p. {c.page}" + (" · matched without a marker" if c.inferred else "")
+    labels = [f"[{c.n}] {plain(c.file_name)} · p. {c.page}" + (" · matched without a marker" if c.inferred else "")
               for c in citations]
     index = st.selectbox("Citation", range(len(citations)), format_func=labels.__getitem__, key=f"{key}_citation")
     citation = citations[index]
@@ -192,10 +183,11 @@ def show_citation_page(citation: Citation, store: Any) -> None:
         try:
             image = page_image(str(path), int(page), tuple(tuple(r) for r in rects), path.stat().st_mtime)
         except (OSError, ValueError, RuntimeError) as exc:
-            st.warning(f"Page {page} could not be rendered: {exc}")
+            st.warning(f"Page {page} could not be rendered: {label(str(exc))}")
             continue
-        st.image(image, caption=f"{citation.file_name} · page {page}", width="stretch")
+        # st.image renders its caption as Markdown
+        st.image(image, caption=label(f"{citation.file_name} · page {page}"), width="stretch")
 
 
 def render_stats(result: AnswerResult) -> None:
-    st.caption(timing_summary(result))
+    st.caption(label(timing_summary(result)))

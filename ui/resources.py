@@ -1,10 +1,11 @@
-"""The only ``st.cache_resource`` factories: the store (with its embedders), the LLM and the answer
-engine, per config.
+"""The only ``st.cache_resource`` factories: the store (with its embedders), the models and the query
+engine.
 
-The config is a frozen dataclass, so its sections are the cache keys: a changed storage or embedding
-setting builds a new store; a retrieval-only change does not, because only those sections are passed.
-The engine is keyed by what it is built from (store, LLM, sampling settings, reranker), never by the
-retrieval knobs, which the pipeline takes per call.
+The config is frozen and hashable, so it and its sections are the cache keys. Models are keyed by only
+what changes them: the store by the storage and embedding sections, the embedded LLM by its model file,
+context size and threads (one loaded copy however the other LLM settings change), the reranker by its
+folder. The query engine is assembled once per whole config around those shared models: a new setting
+means a new (cheap) engine, never a second copy of a model.
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from rag.config import EmbeddingConfig, GenerationConfig, LLMConfig, RagConfig, RerankConfig, StorageConfig, load_config
+from rag.config import (
+    DEFAULT_HOME,
+    EmbeddingConfig,
+    GenerationConfig,
+    LLMConfig,
+    RagConfig,
+    RerankConfig,
+    StorageConfig,
+    load_config,
+)
 from rag.index.store import DocumentStore
 
 
@@ -49,14 +59,28 @@ def get_ingest_queue(config: RagConfig):
     return _ingest_queue(config.storage, config.embedding)
 
 
-@st.cache_resource(show_spinner="Loading the language model…")
-def _llm_handle(llm: LLMConfig) -> Any:
-    """One loaded model per ``llm`` section, shared by every sampling setting (see ``get_engine``)."""
-    from rag.runtime import build_llm_handle, warm_up_in_background
+@st.cache_resource(show_spinner="Loading the language model…", max_entries=2)
+def _embedded_llm(model: str, n_ctx: int, n_threads: int) -> Any:
+    """The bundled GGUF model, loaded once per (file, context size, threads) and warmed up."""
+    from rag.models.llms import load_embedded_llm
+    from rag.runtime import warm_up_in_background
 
-    handle = build_llm_handle(RagConfig(llm=llm))
-    warm_up_in_background(handle.llm)
-    return handle
+    llm = load_embedded_llm(LLMConfig(embedded_model=model, n_ctx=n_ctx, n_threads=n_threads), GenerationConfig(),
+                            DEFAULT_HOME)
+    warm_up_in_background(llm)
+    return llm
+
+
+def _embedded_loader(llm: LLMConfig):
+    return lambda: _embedded_llm(llm.embedded_model, llm.n_ctx, llm.n_threads)
+
+
+@st.cache_resource(show_spinner="Connecting to the language model…", max_entries=4)
+def _llm_handle(llm: LLMConfig) -> Any:
+    """The configured LLM (a server, checked once, or the shared embedded model)."""
+    from rag.runtime import build_llm_handle
+
+    return build_llm_handle(RagConfig(llm=llm), load_embedded=_embedded_loader(llm))
 
 
 def get_metadata_llm(config: RagConfig) -> Any:
@@ -67,37 +91,30 @@ def get_metadata_llm(config: RagConfig) -> Any:
     return build_metadata_llm(config, handle=_llm_handle(config.llm)) if config.metadata.enabled else None
 
 
-@st.cache_resource(show_spinner="Loading the reranker…")
+@st.cache_resource(show_spinner="Loading the reranker…", max_entries=2)
 def _reranker(model_path: str) -> Any:
     from rag.runtime import build_reranker
 
     return build_reranker(RagConfig(rerank=RerankConfig(enabled=True, model_path=model_path)))
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _engine(storage: StorageConfig, embedding: EmbeddingConfig, llm: LLMConfig, temperature: float,
-            max_answer_tokens: int, rerank_path: str) -> Any:
-    from rag.cli.answer import build_answer_engine
-    from rag.runtime import with_generation
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _engine(config: RagConfig) -> Any:
+    from rag.runtime import build_engine, build_llm_runner, with_generation
 
-    generation = GenerationConfig(temperature=temperature, max_answer_tokens=max_answer_tokens)
-    config = RagConfig(storage=storage, embedding=embedding, llm=llm, generation=generation,
-                       rerank=RerankConfig(enabled=bool(rerank_path), model_path=rerank_path))
-    handle = _llm_handle(llm)
-    handle = replace(handle, llm=with_generation(handle.llm, generation))
-    return build_answer_engine(config, _store(storage, embedding), handle=handle,
-                               reranker=_reranker(rerank_path) if rerank_path else None)
+    handle = _llm_handle(config.llm)
+    handle = replace(handle, llm=with_generation(handle.llm, config.generation))
+    runner = build_llm_runner(config, handle, load_embedded=_embedded_loader(config.llm))
+    return build_engine(config, store=get_store(config), llm=runner, reranker=get_reranker(config))
 
 
 def get_engine(config: RagConfig) -> Any:
-    """The ``AnswerEngine`` for ``config``; call ``engine.stream(question, config, ...)`` with the same config.
+    """The ``CitewiseQueryEngine`` assembled for ``config`` (cached per config).
 
     Raises:
         rag.models.llms.LLMUnavailableError: No LLM could be loaded (the message says what to check).
     """
-    rerank_path = config.rerank.model_path if config.rerank.enabled else ""
-    return _engine(config.storage, config.embedding, config.llm, config.generation.temperature,
-                   config.generation.max_answer_tokens, rerank_path)
+    return _engine(config)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

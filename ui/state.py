@@ -2,6 +2,12 @@
 
 The settings in use are also written to ``<data_dir>/presets/.current.yaml`` whenever they change,
 so a browser reload (a new session) or a server restart starts from them instead of the defaults.
+
+That file is shared by every browser of the server, so it never carries the LLM endpoint
+(``llm.backend``, ``base_url``, ``model``, ``api_key_env``): the endpoint of a new session always comes
+from the base config (defaults < YAML < environment), and one browser's endpoint choice, typed in the
+form or confirmed from a preset, lasts for that browser's session only. An endpoint a file names is
+reported, never taken (``rag.presets.PresetStore.load_current``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ def preset_store() -> PresetStore:
 
 
 def current_config() -> RagConfig:
-    """The session's settings: remembered ones on the first run of a session, else the base config."""
+    """The session's settings: remembered ones (with the base config's LLM endpoint) on its first run."""
     if CONFIG_KEY not in st.session_state:
         config, reason = preset_store().load_current(base_config())
         st.session_state[CONFIG_KEY] = config
@@ -31,7 +37,7 @@ def current_config() -> RagConfig:
 
 
 def set_config(config: RagConfig) -> None:
-    """Use ``config`` for this session and remember it for the next one."""
+    """Use ``config`` for this session and remember it, without its LLM endpoint, for the next one."""
     config = config.validate()
     st.session_state[CONFIG_KEY] = config
     preset_store().save_current(config)

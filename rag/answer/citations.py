@@ -1,7 +1,7 @@
 """Numbered sources in, ``[n]`` markers out: prompt building and citation parsing.
 
-``build_answer_messages`` numbers the retrieved chunks and fences each one as quoted data under the
-fixed rules of ``ANSWER_SYSTEM_PROMPT``. ``cited_sentences`` splits an answer into sentences with the
+``sources_from_nodes`` numbers the passages the retrieval kept and ``build_answer_messages`` fences
+each one as quoted data under the fixed rules of ``ANSWER_SYSTEM_PROMPT``. ``cited_sentences`` splits an answer into sentences with the
 source numbers each one cites, and ``best_quote`` picks the passage of a source that supports a
 sentence (the text the highlight is drawn on).
 """
@@ -10,38 +10,30 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore
 
 from rag.answer.types import Source
-from rag.text.tokenizer import tokenize
-from rag.text.language import detect_language
 from rag.prompts import (
     ABSTAIN_EN,
     ABSTAIN_MARKERS,
     ABSTAIN_ZH,
     ANSWER_SYSTEM_PROMPT,
     ANSWER_USER_TEMPLATE,
-    INJECTION_PATTERNS,
-    INJECTION_QUOTE,
     LANGUAGE_LINE,
-    SOURCE_TEMPLATE,
+    format_sources,
 )
-from rag.text.splitting import PARAGRAPH_RE, SENTENCE_RE
+from rag.text.language import detect_language
+from rag.text.overlap import content_tokens, overlap
+from rag.text.splitting import passage_sentences
 
 # [1] [1, 2] [1][2] 【1】 [Source 1] — ASCII or full-width brackets and commas.
 MARKER_RE = re.compile(r"[\[【]\s*(?:source\s*|来源\s*)?(\d{1,2}(?:\s*[,，、]\s*\d{1,2})*)\s*[\]】]", re.IGNORECASE)
 # a sentence end plus any markers written after it ("... 1200 mg. [1]"), or a line break
 _SENTENCE_END = re.compile(r"(?:[。！？]|[.!?](?=\s|$|[\[【]))(?:\s*[\[【][^\]】\n]{1,12}[\]】])*|\n+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-# a line break before a Markdown table row ends a "sentence" too, so a table citation quotes one row
-_PASSAGE_BREAK = re.compile(f"{PARAGRAPH_RE.pattern}|{SENTENCE_RE.pattern}|\n(?=\\|)")
-_FENCE = re.compile(r"<<<\s*(?:END\s+)?SOURCE[^>]*>>>", re.IGNORECASE)
-_INJECTION = re.compile("|".join(INJECTION_PATTERNS), re.IGNORECASE)
-
-TokenCounter = Callable[[str], int]
 
 
 @dataclass
@@ -63,70 +55,10 @@ def sources_from_nodes(nodes: Sequence[NodeWithScore]) -> list[Source]:
     return sources
 
 
-def budget_sources(sources: list[Source], max_tokens: int, count: TokenCounter) -> list[Source]:
-    """Keep sources in order while their text fits ``max_tokens`` (the last one may be cut at a sentence).
-
-    ``count`` is the answering model's own tokenizer when it has one, so the budget is in real tokens.
-    The first source is always kept (cut if needed), so the prompt is never empty.
-    """
-    kept: list[Source] = []
-    used = 0
-    for source in sources:
-        size = count(source.text)
-        if used + size <= max_tokens:
-            kept.append(source)
-            used += size
-            continue
-        room = max_tokens - used
-        if room >= 40 or not kept:
-            cut = _cut_to_tokens(source.text, max(room, 40), count)
-            if cut:
-                kept.append(Source(**{**source.__dict__, "text": cut}))
-        break
-    return kept
-
-
-def _cut_to_tokens(text: str, limit: int, count: TokenCounter) -> str:
-    pieces = [m.end() for m in SENTENCE_RE.finditer(text)] + [len(text)]
-    best = ""
-    for end in pieces:
-        if count(text[:end]) > limit:
-            break
-        best = text[:end]
-    if not best:  # one long sentence: cut by characters proportionally
-        ratio = limit / max(count(text), 1)
-        best = text[: max(1, int(len(text) * ratio))]
-    return best.strip()
-
-
-def format_sources(sources: Sequence[Source]) -> str:
-    """Each source fenced as data; fence look-alikes are neutralised and instruction-like sentences quoted."""
-    blocks = []
-    for s in sources:
-        text = quote_instructions(_FENCE.sub("[removed marker]", s.text.strip()))
-        blocks.append(SOURCE_TEMPLATE.format(n=s.n, text=text))
-    return "\n\n".join(blocks)
-
-
-def quote_instructions(text: str) -> str:
-    """Wrap each sentence that reads like an instruction to the model in ``INJECTION_QUOTE``."""
-    if not _INJECTION.search(text):
-        return text
-    out, last = [], 0
-    for start, end in passage_sentences(text):
-        sentence = text[start:end]
-        if _INJECTION.search(sentence):
-            out.append(text[last:start])
-            out.append(INJECTION_QUOTE.format(text=" ".join(sentence.split())))
-            last = end
-    out.append(text[last:])
-    return "".join(out)
-
-
 def build_answer_messages(question: str, sources: Sequence[Source]) -> list[ChatMessage]:
     """System (fixed rules, identical on every request) + user (sources, question, language line)."""
     language = detect_language(question)
-    user = ANSWER_USER_TEMPLATE.format(sources=format_sources(sources), question=question,
+    user = ANSWER_USER_TEMPLATE.format(sources=format_sources([(s.n, s.text) for s in sources]), question=question,
                                        language_line=LANGUAGE_LINE[language])
     return [ChatMessage(role=MessageRole.SYSTEM, content=ANSWER_SYSTEM_PROMPT),
             ChatMessage(role=MessageRole.USER, content=user)]
@@ -196,41 +128,6 @@ def cited_sentences(answer: str, max_n: int) -> list[CitedSentence]:
         if text:
             result.append(CitedSentence(text, numbers))
     return result
-
-
-def content_tokens(text: str) -> set[str]:
-    """Stemmed Latin words (no stop words), numbers and single CJK characters."""
-    latin = _CJK.sub(" ", text)
-    tokens = {t for t in tokenize(latin)}
-    tokens.update(c for c in _CJK.findall(text) if c not in "的了是在和与及或也就都而这那之其着把被从对于以所为")
-    return tokens
-
-
-def overlap(sentence: str, passage: str) -> float:
-    """Share of the sentence's content tokens that appear in the passage (0..1)."""
-    wanted = content_tokens(sentence)
-    if not wanted:
-        return 0.0
-    return len(wanted & content_tokens(passage)) / len(wanted)
-
-
-def passage_sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) spans of the sentences of a source text, trimmed of surrounding space."""
-    spans, start = [], 0
-    for match in _PASSAGE_BREAK.finditer(text):
-        spans.append((start, match.end()))
-        start = match.end()
-    if start < len(text):
-        spans.append((start, len(text)))
-    trimmed = []
-    for s, e in spans:
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if e > s:
-            trimmed.append((s, e))
-    return trimmed
 
 
 def best_quote(sentence: str, source_text: str) -> str:

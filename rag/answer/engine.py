@@ -1,163 +1,192 @@
-"""The answering engine: condense → (route) → retrieve → numbered sources → streamed, cited answer.
+"""``CitewiseQueryEngine``: the one LlamaIndex query engine every question goes through.
 
-``AnswerEngine.stream()`` does everything up to the first token synchronously (condensing a follow-up
-with the chat history, retrieval, numbering the sources), so ``AnswerStream.sources`` is ready before
-any token is yielded. Iterating the stream yields answer tokens; ``result()`` then runs the reflection
-rounds, resolves ``[n]`` markers to exact highlights, checks groundedness and returns an
-``AnswerResult``. If a later reflection round wins, ``result().answer`` differs from the streamed draft
-and the UI should replace the draft.
+Assembled once per configuration (``from_config``): a retrieval chain (retriever + postprocessors, see
+``rag.retrieval.assembly``) over the store, and the answering LLM. Per request it takes the question,
+the chat history (condensed into a standalone question), the document filter and whether to use the
+knowledge base at all:
 
-The prompt keeps a fixed prefix (``ANSWER_SYSTEM_PROMPT``) identical across requests so llama.cpp can
-reuse its KV cache; sources are budgeted to ``generation.max_context_tokens`` in the answering model's
-own tokens when it can count them. All text in results is plain text (see ``rag.answer.types``).
+    condense → (route) → retrieve → number the sources → answerability gate → streamed answer
+             → citations with exact highlights → groundedness
+
+``stream()`` does everything up to the first token synchronously, so ``AnswerStream.sources`` is ready
+before any token; ``query()`` (llama-index's API) returns a ``Response`` or, with ``streaming=True``, a
+``StreamingResponse``. The Chat page, Compare, ``python -m rag ask`` and ``eval-answers`` all call
+``stream()``; ``CitewiseChatEngine`` wraps it as a llama-index chat engine.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import replace
+from typing import Any, Iterator, Sequence
 
+from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
-from llama_index.core.llms import LLM
+from llama_index.core.base.response.schema import Response, StreamingResponse
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from rag.answer.types import AnswerResult, ChatTurn, Citation, Source
-from rag.answer.gate import (
-    Verdict,
-    check_messages,
-    decide,
-    gate_for,
-    question_coverage,
-    top_similarity,
-    yes_probability,
-)
-from rag.answer.stream import AnswerStream
-from rag.answer.citations import (
-    abstain_text,
-    budget_sources,
-    build_answer_messages,
-    sources_from_nodes,
-)
-from rag.config import RagConfig
-from rag.text.language import count_tokens, detect_language
-from rag.retrieval.pipeline import RetrievalPipeline, RetrievalResult, validate_query
-from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT
+from rag.answer.citations import abstain_text, build_answer_messages, sources_from_nodes
+from rag.answer.gate import Verdict, check_messages, decide, gate_for, question_coverage, top_similarity, yes_probability
+from rag.answer.llm_runner import LLMRunner, RequestLLM
 from rag.answer.routing import route_question
-from rag.index.store import DocumentStore
+from rag.answer.stream import AnswerStream
+from rag.answer.types import AnswerResult, ChatTurn, Source
+from rag.caching import LRUCache
+from rag.config import RagConfig
+from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT
+from rag.retrieval.assembly import RetrievalChain, build_retrieval, empty_reason
+from rag.retrieval.query import QueryError, RetrievalResult, SearchQuery, as_search_query, validate_query
+from rag.retrieval.trace import QueryTrace
+from rag.text.language import detect_language
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AnswerEngine", "AnswerResult", "AnswerStream", "ChatTurn", "Citation", "Source"]
-
 HISTORY_TURNS = 6  # condensation sees at most this many earlier messages
 HISTORY_CHARS = 600  # ... each cut to this length
+RESULT_CACHE_SIZE = 256
 
 
-class AnswerEngine:
-    """Answers questions over a ``RetrievalPipeline`` with a streamed, cited LLM answer.
+class CitewiseQueryEngine(BaseQueryEngine):
+    """Retrieval chain + answering LLM, built once for one ``RagConfig``.
 
     Args:
-        pipeline: The retrieval pipeline (configured per call).
-        store: The document store (chunks, pages, stored PDFs for highlights).
-        llm: The answering LLM (also used for condensing, grading and rewriting).
-        embedder_for_checks: Embedding model or ``EmbedderRouter`` for the semantic groundedness check.
+        config: The settings the engine was assembled from (the gate reads ``generation``).
+        retrieval: The retriever and postprocessors (``build_retrieval``).
+        store: The document store (chunks, pages and stored files for highlights, BM25 IDF for the gate).
+        llm: The answering LLM with its fallback, or None for a retrieval-only engine.
+        embedder_for_checks: An embedder or ``EmbedderRouter`` for the semantic groundedness check.
             Defaults to none (lexical and number checks only).
-        fallback_llm_factory: Builds the embedded LLM when ``llm`` fails mid-request; called at most once
-            and cached. Defaults to none (a failure becomes ``AnswerResult.error``).
-        llm_backend: Shown in results ("embedded" or "openai"). Defaults to "embedded".
-        llm_fallback_reason: Why ``llm`` is a fallback already (from ``build_llm``). Defaults to "".
-        search_mode: "always" retrieves for every question; "auto" lets a tool-calling LLM decide
-            (backends without tool calling always retrieve). Defaults to "always".
+        search_mode: "always" retrieves for every question; "auto" lets a tool-calling LLM decide.
+            Defaults to "always".
         llm_groundedness: Also ask the LLM whether each cited sentence is supported. Defaults to False.
+        streaming: ``query()`` returns a ``StreamingResponse``. Defaults to False.
     """
 
-    def __init__(self, pipeline: RetrievalPipeline, store: DocumentStore, llm: LLM, *,
-                 embedder_for_checks: Any = None, fallback_llm_factory: Callable[[], LLM] | None = None,
-                 llm_backend: str = "embedded", llm_fallback_reason: str = "", search_mode: str = "always",
-                 llm_groundedness: bool = False) -> None:
+    def __init__(self, config: RagConfig, retrieval: RetrievalChain, store: Any, llm: LLMRunner | None, *,
+                 embedder_for_checks: Any = None, search_mode: str = "always", llm_groundedness: bool = False,
+                 streaming: bool = False, callback_manager: CallbackManager | None = None) -> None:
         if search_mode not in ("always", "auto"):
             raise ValueError(f"search_mode must be 'always' or 'auto', got {search_mode!r}")
-        self.pipeline = pipeline
+        super().__init__(callback_manager)
+        self.config = config
+        self.retrieval = retrieval
         self.store = store
         self.llm = llm
         self.embedder_for_checks = embedder_for_checks
-        self.fallback_llm_factory = fallback_llm_factory
-        self.llm_backend = llm_backend
-        self.llm_fallback_reason = llm_fallback_reason
         self.search_mode = search_mode
         self.llm_groundedness = llm_groundedness
-        self._fallback_llm: LLM | None = None
-        # One context budget: the pipeline fits sources to generation.max_context_tokens in the answering
-        # model's own tokens (when it can count them), and select_sources only re-checks in that same unit.
-        counter = getattr(llm, "count_tokens", None)
-        if callable(counter) and getattr(pipeline, "count_tokens", None) is None:
-            pipeline.count_tokens = counter
+        self.streaming = streaming
+        self._results: LRUCache[RetrievalResult] = LRUCache(RESULT_CACHE_SIZE)
 
-    # -- public API ---------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, config: RagConfig, store: Any, llm: LLMRunner | None, *, reranker: Any = None,
+                    enhancer: Any = None, **kwargs: Any) -> CitewiseQueryEngine:
+        """Assemble the retrieval chain ``config`` describes around the given store and models.
 
-    def stream(self, question: str, config: RagConfig, *, history: Sequence[ChatTurn] = (),
-               doc_ids: Sequence[str] | None = None, use_knowledge_base: bool = True,
-               search_mode: str | None = None) -> AnswerStream:
+        The context budget is counted with the answering model's own tokenizer when it has one, so
+        ``generation.max_context_tokens`` is in real tokens.
+        """
+        counter = getattr(llm.llm, "count_tokens", None) if llm is not None else None
+        retrieval = build_retrieval(config, store, llm=llm.llm if llm is not None else None, reranker=reranker,
+                                    count_tokens=counter if callable(counter) else None, enhancer=enhancer)
+        kwargs.setdefault("embedder_for_checks", store.router)
+        return cls(config, retrieval, store, llm, **kwargs)
+
+    # -- retrieval ----------------------------------------------------------------------------------
+
+    def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """llama-index's ``retrieve``: the retriever, then every postprocessor in order."""
+        return self.retrieval.run(as_search_query(query_bundle))
+
+    def search(self, question: str, *, doc_ids: Sequence[str] | None = None) -> RetrievalResult:
+        """The passages for ``question`` with the trace of every stage (cached until documents change).
+
+        Raises:
+            QueryError: The question is empty or too long, or ``doc_ids`` names unknown documents.
+        """
+        question = validate_query(question)
+        doc_filter = self._check_filter(doc_ids)
+        key = (question, None if doc_filter is None else tuple(doc_filter), self.store.version)
+        hit = self._results.get(key)
+        if hit is not None:
+            return replace(hit, cached=True)
+        trace = QueryTrace(query=question)
+        if len(self.store.keywords) == 0:
+            return RetrievalResult(question, [], trace, empty_reason="No documents are indexed yet: upload a document first.")
+        if doc_filter is not None and not doc_filter:
+            return RetrievalResult(question, [], trace, empty_reason="The document filter selects no documents.")
+        nodes = self.retrieve(SearchQuery(query_str=question, doc_ids=doc_filter, trace=trace))
+        result = RetrievalResult(question, nodes, trace, empty_reason="" if nodes else empty_reason(trace))
+        self._results.put(key, result)
+        return result
+
+    def _check_filter(self, doc_ids: Sequence[str] | None) -> list[str] | None:
+        if doc_ids is None:
+            return None
+        unknown = sorted(set(doc_ids) - self.store.completed_ids())
+        if unknown:
+            raise QueryError(f"unknown or unfinished documents in the filter: {', '.join(unknown)}")
+        return sorted(set(doc_ids))
+
+    # -- answering ----------------------------------------------------------------------------------
+
+    def stream(self, question: str, *, history: Sequence[ChatTurn] = (), doc_ids: Sequence[str] | None = None,
+               use_knowledge_base: bool = True, search_mode: str | None = None) -> AnswerStream:
         """Retrieve and prepare the answer; iterate the returned stream for tokens.
 
         Raises:
-            rag.retrieval.pipeline.QueryError: The question is empty or too long, or ``doc_ids`` names unknown documents.
+            QueryError: The question is empty or too long, or ``doc_ids`` names unknown documents.
+            ValueError: The engine was built without an LLM.
         """
         asked = time.perf_counter()
         question = validate_query(question)
+        if self.llm is None:
+            raise ValueError("this engine was built for retrieval only (no LLM); it cannot answer")
+        request = self.llm.request()
         timings: dict[str, float] = {}
         trace: dict[str, Any] = {"doc_ids": list(doc_ids) if doc_ids is not None else None}
         standalone = question
         if history:
             started = time.perf_counter()
-            standalone = self.condense(question, history, trace)
+            standalone = self.condense(request, question, history, trace)
             timings["condense_ms"] = _ms(started)
         if not use_knowledge_base:
             messages = [ChatMessage(role=MessageRole.SYSTEM, content=NO_KB_SYSTEM_PROMPT),
                         *_history_messages(history), ChatMessage(role=MessageRole.USER, content=question)]
-            return AnswerStream(self, question, standalone, config, messages, [], None, asked, timings, trace,
+            return AnswerStream(self, request, question, standalone, messages, [], None, asked, timings, trace,
                                 use_knowledge_base=False)
-        mode = search_mode or self.search_mode
-        if mode == "auto":
+        if (search_mode or self.search_mode) == "auto":
             started = time.perf_counter()
-            decision = route_question(self.llm, standalone, trace)
+            decision = route_question(request.llm, standalone, trace)
             timings["route_ms"] = _ms(started)
             if decision.direct_answer is not None:
-                return AnswerStream(self, question, standalone, config, None, [], None, asked, timings, trace,
+                return AnswerStream(self, request, question, standalone, None, [], None, asked, timings, trace,
                                     use_knowledge_base=False, fixed_answer=decision.direct_answer)
             standalone = decision.query or standalone
-        retrieval = self.pipeline.retrieve(standalone, config, doc_ids=doc_ids)
-        sources = self.select_sources(retrieval, config)
+        retrieval = self.search(standalone, doc_ids=doc_ids)
+        sources = sources_from_nodes(retrieval.nodes)
         timings["sources_ms"] = _ms(asked)
         if not sources:
             trace["abstained_without_llm"] = retrieval.empty_reason or "no sources"
-            return AnswerStream(self, question, standalone, config, None, [], retrieval, asked, timings, trace,
+            return AnswerStream(self, request, question, standalone, None, [], retrieval, asked, timings, trace,
                                 fixed_answer=abstain_text(standalone))
         messages = build_answer_messages(standalone, sources)
-        return AnswerStream(self, question, standalone, config, messages, sources, retrieval, asked, timings, trace)
+        return AnswerStream(self, request, question, standalone, messages, sources, retrieval, asked, timings, trace)
 
-    def answer(self, question: str, config: RagConfig, **kwargs: Any) -> AnswerResult:
+    def answer(self, question: str, **kwargs: Any) -> AnswerResult:
         """``stream()`` consumed to the end; returns the final result."""
-        stream = self.stream(question, config, **kwargs)
-        for _ in stream:
-            pass
-        return stream.result()
+        return self.stream(question, **kwargs).result()
 
-    # -- steps (also used by AnswerStream and the reflection loop) -------------------------------
-
-    def select_sources(self, retrieval: RetrievalResult, config: RagConfig) -> list[Source]:
-        """Number the retrieved chunks; the budget check uses the pipeline's counter (the same unit it
-        fitted the context in), so it only ever trims when the pipeline had no counter at all."""
-        counter = getattr(self.pipeline, "count_tokens", None) or count_tokens
-        return budget_sources(sources_from_nodes(retrieval.nodes), config.generation.max_context_tokens, counter)
-
-    def condense(self, question: str, history: Sequence[ChatTurn], trace: dict[str, Any]) -> str:
+    def condense(self, request: RequestLLM, question: str, history: Sequence[ChatTurn], trace: dict[str, Any]) -> str:
         """A standalone version of a follow-up question; the question itself when condensing fails."""
         lines = [f"{turn.role}: {' '.join(turn.content.split())[:HISTORY_CHARS]}"
                  for turn in list(history)[-HISTORY_TURNS:]]
         prompt = CONDENSE_PROMPT.format(history="\n".join(lines), question=question)
         try:
-            reply = self.llm.chat([ChatMessage(role=MessageRole.USER, content=prompt)], max_tokens=96)
+            reply = request.llm.chat([ChatMessage(role=MessageRole.USER, content=prompt)], max_tokens=96)
             text = (reply.message.content or "").strip()
         except Exception as exc:  # noqa: BLE001 - retrieval with the raw question still works
             logger.warning("condensing the follow-up failed: %s", exc)
@@ -171,103 +200,61 @@ class AnswerEngine:
         trace["standalone_question"] = standalone
         return standalone
 
-    def check_answerable(self, messages: list[ChatMessage], sources: Sequence[Source],
-                         retrieval: RetrievalResult | None, config: RagConfig, state: dict[str, Any],
-                         question: str = "") -> Verdict:
-        """Ask the LLM whether the sources contain the answer (see ``rag.answer.gate``).
+    def check_answerable(self, request: RequestLLM, messages: list[ChatMessage], sources: Sequence[Source],
+                         retrieval: RetrievalResult | None, question: str) -> Verdict:
+        """Ask the LLM whether the sources contain the answer, and gate (see ``rag.answer.gate``).
 
-        A failing LLM is handled like in ``generate``: switch to the fallback once, or record the error in
-        ``state["error"]`` (the answer is then not attempted, so the user waits for one timeout, not two).
+        A failing LLM switches to the fallback once, like the answer itself; if that fails too the request's
+        ``error`` is set and the answer is not attempted, so the user waits for one timeout, not two.
         """
         started = time.perf_counter()
         similarity = top_similarity(retrieval, sources)
-        # without the question itself, coverage is unknown (None counts as covered): the last message holds
-        # the sources too, and their words would be measured against themselves
+        # without the question itself, coverage is unknown (None counts as covered)
         coverage = question_coverage(question, sources, self.store.keywords.idf) if question else None
-        llm = state.get("llm") or self.llm
-        language = detect_language(question or messages[-1].content or "")  # gates are calibrated per language
-        gate = gate_for(llm, config.generation, language)
         probe = check_messages(messages)
-        for attempt in (1, 2):
-            try:
-                p_yes, method = yes_probability(llm, probe)
-                break
-            except Exception as exc:  # noqa: BLE001 - any backend failure becomes a clear message
-                fallback = self._fall_back(exc, attempt, state, "answerability check")
-                if fallback is None:
-                    verdict = Verdict(True, None, coverage, None, gate.describe(), similarity, "error",
-                                      state["error"])
-                    verdict.ms = _ms(started)
-                    return verdict
-                state["llm"] = llm = fallback
-                gate = gate_for(llm, config.generation, language)
-        verdict = decide(p_yes, coverage, method, gate, similarity)
+        outcome = request.call("answerability check", lambda llm: yes_probability(llm, probe))
+        gate = gate_for(request.llm, self.config.generation, detect_language(question or messages[-1].content or ""))
+        if outcome is None:
+            verdict = Verdict(True, None, coverage, None, gate.describe(), similarity, "error", request.error)
+        else:
+            verdict = decide(outcome[0], coverage, outcome[1], gate, similarity)
         verdict.ms = _ms(started)
         return verdict
 
-    def generate(self, messages: list[ChatMessage], state: dict[str, Any]) -> Iterator[str]:
-        """Stream answer deltas, switching to the fallback LLM once if the current one fails.
+    # -- llama-index's query API --------------------------------------------------------------------
 
-        ``state`` collects ``error``, ``fallback_reason``, ``llm_backend`` and ``restarted``.
-        """
-        llm = state.get("llm") or self.llm
-        attempts = 0
-        while True:
-            attempts += 1
-            produced = False
-            try:
-                for response in llm.stream_chat(messages):
-                    delta = response.delta or ""
-                    if delta:
-                        produced = True
-                        yield delta
-                state["llm"] = llm
-                return
-            except Exception as exc:  # noqa: BLE001 - any backend failure becomes a clear message
-                fallback = self._fall_back(exc, attempts, state, "answering")
-                if fallback is None:
-                    return
-                state["restarted"] = produced
-                if produced:
-                    yield "\n\n"
-                llm = fallback
+    def _query(self, query_bundle: QueryBundle) -> Response | StreamingResponse:
+        stream = self.stream(query_bundle.query_str)
+        if not self.streaming:
+            result = stream.result()
+            return Response(response=result.answer, source_nodes=source_nodes(result.sources),
+                            metadata=result_metadata(result))
+        metadata: dict[str, Any] = {"answer_stream": stream}
 
-    def _fall_back(self, exc: BaseException, attempt: int, state: dict[str, Any], step: str) -> LLM | None:
-        """After a failure on the first attempt, the embedded fallback LLM (recorded in ``state``).
+        def tokens() -> Iterator[str]:
+            yield from stream
+            metadata.update(result_metadata(stream.result()))
 
-        Returns None, with ``state["error"]`` set, when there is no fallback or it failed too.
-        """
-        message = llm_error_message(exc, state.get("llm_backend", self.llm_backend))
-        logger.warning("LLM failed during %s: %s", step, message)
-        fallback = self._get_fallback() if attempt == 1 and self.fallback_llm_factory else None
-        if fallback is None:
-            state["error"] = message + (" (fallback model also failed)" if attempt > 1 else "")
-            return None
-        state["fallback_reason"] = f"{message}; answered with the embedded model instead"
-        state["llm_backend"] = "embedded"
-        return fallback
+        return StreamingResponse(response_gen=tokens(), source_nodes=source_nodes(stream.sources), metadata=metadata)
 
-    def _get_fallback(self) -> LLM | None:
-        if self._fallback_llm is None and self.fallback_llm_factory is not None:
-            try:
-                self._fallback_llm = self.fallback_llm_factory()
-            except Exception as exc:  # noqa: BLE001
-                logger.error("the fallback LLM could not be built: %s", exc)
-                return None
-        return self._fallback_llm
+    async def _aquery(self, query_bundle: QueryBundle) -> Response | StreamingResponse:
+        return await asyncio.to_thread(self._query, query_bundle)
+
+    def _get_prompt_modules(self) -> dict[str, Any]:
+        return {}
 
 
-def llm_error_message(exc: BaseException, backend: str) -> str:
-    """What went wrong and what to check, in one sentence for the UI."""
-    from rag.models.llm_openai import LLMUnavailableError
+def source_nodes(sources: Sequence[Source]) -> list[NodeWithScore]:
+    """The numbered sources as llama-index nodes (id = chunk id, the source number in metadata)."""
+    return [NodeWithScore(node=TextNode(id_=s.chunk_id, text=s.text, metadata={
+        "n": s.n, "doc_id": s.doc_id, "file_name": s.file_name, "page_start": s.page_start,
+        "page_end": s.page_end}), score=s.score) for s in sources]
 
-    if isinstance(exc, LLMUnavailableError):
-        return str(exc)
-    if backend == "openai":
-        return (f"The LLM server failed while answering ({type(exc).__name__}: {exc}) — check that the server "
-                "is running, llm.base_url and llm.model are right, and the API key variable is set")
-    return (f"The embedded LLM failed while answering ({type(exc).__name__}: {exc}) — check llm.embedded_model "
-            "and that the model file is intact (python -m rag bench llm)")
+
+def result_metadata(result: AnswerResult) -> dict[str, Any]:
+    return {"result": result, "abstained": result.abstained, "citations": result.citations,
+            "reflection": result.reflection, "groundedness": result.groundedness, "timings": result.timings,
+            "error": result.error, "fallback_reason": result.fallback_reason}
 
 
 def _history_messages(history: Sequence[ChatTurn]) -> list[ChatMessage]:
@@ -278,4 +265,3 @@ def _history_messages(history: Sequence[ChatTurn]) -> list[ChatMessage]:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 1)
-

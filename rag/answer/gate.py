@@ -33,9 +33,9 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 
 from rag.answer.types import Source
-from rag.answer.citations import passage_sentences
+from rag.text.splitting import passage_sentences
 from rag.text.tokenizer import tokenize
-from rag.retrieval.pipeline import RetrievalResult
+from rag.retrieval.query import RetrievalResult
 from rag.prompts import ANSWER_CHECK_LINE
 
 logger = logging.getLogger(__name__)

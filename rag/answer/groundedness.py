@@ -22,7 +22,8 @@ import numpy as np
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
 from rag.answer.types import Source
-from rag.answer.citations import CitedSentence, best_quote, overlap
+from rag.answer.citations import CitedSentence, best_quote
+from rag.text.overlap import overlap
 from rag.text.language import detect_language
 from rag.prompts import GROUNDEDNESS_PROMPT
 

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from rag.config import DEFAULT_HOME, RagConfig
+from rag.config import RagConfig
 
 
 def add_commands(subparsers: Any) -> None:
@@ -38,45 +38,18 @@ def add_commands(subparsers: Any) -> None:
     evaluate.set_defaults(handler=cmd_eval_answers)
 
 
-def build_answer_engine(config: RagConfig, store: Any = None, *, search_mode: str = "always",
-                        llm_groundedness: bool = False, handle: Any = None, reranker: Any = None) -> Any:
-    """The real engine from config: store, pipeline, LLM (with fallback recorded), embedder for checks.
-
-    ``handle`` (an ``LLMHandle``) and ``reranker`` let the app pass models it has already loaded and
-    cached; by default both are built from ``config``.
-    """
-    from rag.answer.engine import AnswerEngine
-    from rag.models.llms import load_embedded_llm
-    from rag.runtime import build_llm_handle, build_reranker, build_store
-    from rag.retrieval.pipeline import RetrievalPipeline
-
-    store = store or build_store(config)
-    handle = handle or build_llm_handle(config)
-    # the answering LLM is loaded anyway; the pipeline calls it only when query.rewrite / query.hyde
-    # is on for a call, and the app changes those per call on a cached engine
-    counter = getattr(handle.llm, "count_tokens", None)  # one context budget, in the LLM's own tokens
-    pipeline = RetrievalPipeline(store, llm=handle.llm, reranker=reranker or build_reranker(config),
-                                 count_tokens=counter if callable(counter) else None)
-    factory = None
-    if handle.backend_used == "openai" and config.llm.fallback_to_embedded:
-        def factory() -> Any:
-            return load_embedded_llm(config.llm, config.generation, DEFAULT_HOME)
-    return AnswerEngine(pipeline, store, handle.llm, embedder_for_checks=store.router, fallback_llm_factory=factory,
-                        llm_backend=handle.backend_used, llm_fallback_reason=handle.fallback_reason,
-                        search_mode=search_mode, llm_groundedness=llm_groundedness)
-
-
 def cmd_ask(args: argparse.Namespace, config: RagConfig) -> int:
     from rag.models.llm_openai import LLMUnavailableError
-    from rag.retrieval.pipeline import QueryError
+    from rag.retrieval.query import QueryError
+    from rag.runtime import build_engine
 
     try:
-        engine = build_answer_engine(config, search_mode=args.search, llm_groundedness=args.llm_check)
+        engine = build_engine(config, search_mode=args.search, llm_groundedness=args.llm_check)
     except LLMUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:
-        stream = engine.stream(args.question, config, doc_ids=args.doc_ids, use_knowledge_base=not args.no_kb)
+        stream = engine.stream(args.question, doc_ids=args.doc_ids, use_knowledge_base=not args.no_kb)
     except QueryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -94,8 +67,8 @@ def cmd_ask(args: argparse.Namespace, config: RagConfig) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
         return 1 if result.error else 0
-    if result.answer != stream.text.strip():
-        print(f"\nRevised answer (reflection round {_selected_round(result.reflection)}):\n{result.answer}")
+    if result.answer != stream.text.strip():  # the markers added to sentences the model left uncited
+        print(f"\nWith citations:\n{result.answer}")
     _print_summary(result)
     return 1 if result.error else 0
 
@@ -118,7 +91,8 @@ def _print_summary(result: Any) -> None:
         print(f"  unsupported: {g['sentence'][:120]} ({g['reason']})")
     for r in result.reflection:
         score = "unscored" if r["unscored"] else f"{r['score']:.1f}"
-        print(f"  reflection round {r['round']} ({r['strategy']}): {score} — {r['reason'][:100]}")
+        print(f"  reflection round {r['round']} (search {r['query'][:60]!r}, widening {r['expansion']}): "
+              f"{score} — {r['reason'][:100]}")
     t = result.timings
     print(f"\nsources {t.get('sources_ms', 0):.0f} ms, first token {t.get('ttft_ms', 0):.0f} ms, "
           f"{t.get('tokens', 0)} tokens in {t.get('generation_ms', 0) / 1000:.1f} s "
@@ -127,10 +101,6 @@ def _print_summary(result: Any) -> None:
 
 def _pages(start: int, end: int) -> str:
     return str(start) if end <= start else f"{start}-{end}"
-
-
-def _selected_round(rounds: list[dict]) -> Any:
-    return next((r["round"] for r in rounds if r.get("selected")), "?")
 
 
 def cmd_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:

@@ -1,4 +1,10 @@
-"""``python -m rag``: ingest, list, search, ask and evaluate, from a terminal."""
+"""``python -m rag``: ingest, list, search, ask and evaluate, from a terminal.
+
+The commands share the library with a running app (or another command): ``docs`` and ``search``
+never wait; ``ingest``, ``delete`` and ``reindex`` wait for the write lock when another process is
+writing (saying so on stderr), and after ``LOCK_TIMEOUT_S`` fail naming that process. Exit codes: 0
+done, 1 a file or document failed, 3 the library or the document was busy (try again later).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from rag.cli.common import LAB_COMMANDS, add_global_options, command_of, configure, forward_to_lab
-from rag.config import RagConfig
+from rag.config import RagConfig, setting_specs
 
+BUSY = 3  # exit code: another process holds the library or the document; nothing was changed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,6 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true")
     search.set_defaults(handler=_cmd_search)
 
+    settings = commands.add_parser("config", help="every setting: type, default, bounds, current value and help")
+    settings.add_argument("--json", action="store_true")
+    settings.set_defaults(handler=_cmd_config)
+
     evaluate = commands.add_parser("eval", help="retrieval quality on a benchmark dataset (--help for options)",
                                    add_help=False)
     evaluate.set_defaults(handler=_cmd_eval, passes_extra=True)
@@ -81,13 +92,22 @@ def _expand(paths: list[Path]) -> list[Path]:
     return files
 
 
+def _open_store(config: RagConfig):
+    """The library, telling stderr when a write has to wait for another process."""
+    from rag.runtime import build_store
+
+    store = build_store(config)
+    store.on_wait = lambda message: print(message, file=sys.stderr, flush=True)
+    return store
+
+
 def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
     from tqdm import tqdm
 
     from rag.ingest.ingestor import Ingestor
-    from rag.runtime import build_metadata_llm, build_store
+    from rag.runtime import build_metadata_llm
 
-    store = build_store(config)
+    store = _open_store(config)
     ingestor = Ingestor(store, config, metadata_llm=build_metadata_llm(config))
     results = []
     for path in _expand(args.paths):
@@ -110,7 +130,8 @@ def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
                 print(f"{'':<28} note: {note}")
     if args.json:
         print(json.dumps([asdict(r) for r in results], ensure_ascii=False, indent=2))
-    return 1 if any(r.status == "failed" for r in results) else 0
+    failed = [r for r in results if r.status == "failed"]
+    return BUSY if failed and all(r.busy for r in failed) else 1 if failed else 0
 
 
 _STAGE_SPAN = {"parse": (0.0, 0.1), "chunk": (0.1, 0.15), "embed": (0.15, 0.9), "store": (0.9, 0.95),
@@ -123,9 +144,10 @@ def _overall(stage: str, fraction: float) -> float:
 
 
 def _cmd_docs(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.runtime import build_store
-
-    records = build_store(config).documents()
+    store = _open_store(config)
+    records = store.documents()
+    for lost in store.jobs.lost():
+        print(f"lost upload: {lost.file_name}: {lost.message()}", file=sys.stderr)
     if args.json:
         keys = ("doc_id", "file_name", "status", "pages", "chunks", "language", "error")
         print(json.dumps([{("id" if k == "doc_id" else k): getattr(r, k) for k in keys} for r in records],
@@ -134,44 +156,50 @@ def _cmd_docs(args: argparse.Namespace, config: RagConfig) -> int:
     if not records:
         print("no documents")
     for r in records:
-        print(f"{r.doc_id}  {r.status:<10} {r.pages:>5}p {r.chunks:>6}c {r.language or '-':<3} {r.file_name}"
-              + (f"  ({r.error})" if r.error else ""))
+        claim = store.busy(r.doc_id) if r.status != "completed" else None
+        note = f"  ({claim.describe()})" if claim else f"  ({r.error})" if r.error else ""
+        print(f"{r.doc_id}  {r.status:<10} {r.pages:>5}p {r.chunks:>6}c {r.language or '-':<3} {r.file_name}{note}")
     return 0
 
 
 def _cmd_delete(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.runtime import build_store
+    from rag.index.store import DocumentBusyError, LibraryBusyError
 
     try:
-        record = build_store(config).delete(args.doc_id)
+        record = _open_store(config).delete(args.doc_id)
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 1
+    except (DocumentBusyError, LibraryBusyError) as exc:
+        print(f"not deleted: {exc}", file=sys.stderr)
+        return BUSY
     print(f"deleted {record.doc_id} {record.file_name}")
     return 0
 
 
 def _cmd_reindex(args: argparse.Namespace, config: RagConfig) -> int:
     from rag.ingest.ingestor import Ingestor
-    from rag.runtime import build_metadata_llm, build_store
+    from rag.runtime import build_metadata_llm
 
-    store = build_store(config)
+    store = _open_store(config)
     try:
         result = Ingestor(store, config, metadata_llm=build_metadata_llm(config)).reindex(args.doc_id)
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 1
-    print(f"{result.status} {result.doc_id} {result.file_name} {result.error}")
-    return 0 if result.ok else 1
+    if result.ok:
+        print(f"{result.status} {result.doc_id} {result.file_name}")
+        return 0
+    print(f"{result.status} {result.doc_id} {result.file_name}: {result.error}", file=sys.stderr)
+    return BUSY if result.busy else 1
 
 
 def _cmd_search(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.retrieval.pipeline import QueryError
-    from rag.runtime import build_pipeline, build_store
+    from rag.retrieval.query import QueryError
+    from rag.runtime import build_engine
 
-    store = build_store(config)
     try:
-        result = build_pipeline(config, store).retrieve(args.question, config, doc_ids=args.doc_ids)
+        result = build_engine(config, with_llm=False).search(args.question, doc_ids=args.doc_ids)
     except QueryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -198,6 +226,30 @@ def _cmd_search(args: argparse.Namespace, config: RagConfig) -> int:
         print(f"  {stage.name:<9} {stage.duration_ms:8.1f} ms  {len(stage.candidates):>3} candidates  {top}{reason}")
         for note in stage.notes:
             print(f"            {note}")
+    return 0
+
+
+def _cmd_config(args: argparse.Namespace, config: RagConfig) -> int:
+    """Print every setting as described in ``rag.config``, with its value after --config, env and --set."""
+    rows = []
+    for key, spec in setting_specs().items():
+        section, name = key.split(".")
+        rows.append({"key": key, "type": spec.kind, "default": spec.default, "minimum": spec.minimum,
+                     "maximum": spec.maximum, "choices": list(spec.choices) if spec.choices else None,
+                     "current": getattr(getattr(config, section), name), "help": spec.help})
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return 0
+    width = max(len(row["key"]) for row in rows)
+    for row in rows:
+        if row["minimum"] is not None:
+            bounds = f"{row['minimum']}..{row['maximum']}"
+        else:
+            bounds = "|".join(row["choices"] or ())
+        changed = "" if row["current"] == row["default"] else "  (changed)"
+        print(f"{row['key']:<{width}}  {row['type']:<6} default {row['default']!r}  "
+              + (f"[{bounds}]  " if bounds else "") + f"current {row['current']!r}{changed}")
+        print(f"{'':<{width}}  {row['help']}")
     return 0
 
 

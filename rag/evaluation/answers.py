@@ -1,9 +1,7 @@
 """``python -m rag eval-answers``: answer quality over SQuAD v1.1 / CMRC 2018 built into small PDFs.
 
-For each sampled question a PDF is written with PyMuPDF, one paragraph per page: the question's own
-paragraph plus a few distractor paragraphs (same article first), so pages mean something. A further
-set of questions has its paragraph deliberately left out of the index (only its distractors are
-ingested) to measure abstention. Reported per LLM backend:
+The questions, their PDFs and the library are built by ``rag.evaluation.answer_library``; each LLM
+backend then answers every question through the app's query engine. Reported per backend:
 
 * ``em`` / ``f1``: SQuAD-style normalisation (lower case, no punctuation/articles, word tokens); for
   Chinese, CMRC-style character-level F1. ``contains``: the gold answer appears in the answer.
@@ -19,153 +17,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import random
-import re
-import string
 import sys
 import tempfile
-import time
-from collections import Counter
-from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
-import pymupdf
 
 from rag.answer.citations import strip_markers
 from rag.config import DEFAULT_HOME, RagConfig
-from rag.evaluation.datasets import DEFAULT_DATA_ROOT, NAMED_DATASETS
+from rag.evaluation.answer_library import QAItem, build_library, resolve_qa_dataset
+from rag.evaluation.answer_metrics import contains_answer, exact_match, f1_score
 from rag.text.language import detect_language
 
 logger = logging.getLogger(__name__)
-
-_PAGE = pymupdf.paper_rect("a4")
-_MARGIN = 60.0
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_ZH_PUNCT = set("，。！？、；：“”‘’（）《》【】—…·「」『』〈〉～")
-
-
-@dataclass
-class QAItem:
-    qid: str
-    question: str
-    answers: list[str]
-    para_key: str
-    article: int
-
-
-# -- metrics (SQuAD v1.1 / CMRC 2018 evaluation scripts) ----------------------------------------
-
-def normalize_en(text: str) -> str:
-    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def normalize_zh(text: str) -> str:
-    return "".join(ch for ch in text.lower() if not ch.isspace() and ch not in _ZH_PUNCT
-                   and ch not in set(string.punctuation))
-
-
-def _tokens(text: str, chinese: bool) -> list[str]:
-    return list(normalize_zh(text)) if chinese else normalize_en(text).split()
-
-
-def exact_match(prediction: str, golds: list[str], chinese: bool) -> float:
-    norm = normalize_zh if chinese else normalize_en
-    return float(any(norm(prediction) == norm(g) for g in golds))
-
-
-def f1_score(prediction: str, golds: list[str], chinese: bool) -> float:
-    best = 0.0
-    predicted = _tokens(prediction, chinese)
-    for gold in golds:
-        wanted = _tokens(gold, chinese)
-        common = sum((Counter(predicted) & Counter(wanted)).values())
-        if common:
-            precision, recall = common / len(predicted), common / len(wanted)
-            best = max(best, 2 * precision * recall / (precision + recall))
-    return best
-
-
-def contains_answer(text: str, golds: list[str], chinese: bool) -> bool:
-    norm = normalize_zh if chinese else normalize_en
-    haystack = norm(text)
-    return any(norm(g) and norm(g) in haystack for g in golds)
-
-
-# -- data -------------------------------------------------------------------------------------
-
-def load_squad_items(path: Path) -> tuple[list[QAItem], dict[str, str], dict[int, list[str]]]:
-    """(questions, paragraph key -> text, article -> paragraph keys) from a SQuAD-format JSON."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
-    items, paragraphs, by_article = [], {}, {}
-    for a, article in enumerate(data):
-        for p, paragraph in enumerate(article["paragraphs"]):
-            key = f"{a}-{p}"
-            paragraphs[key] = paragraph["context"]
-            by_article.setdefault(a, []).append(key)
-            for qa in paragraph["qas"]:
-                answers = [ans["text"] for ans in qa.get("answers", []) if ans.get("text")]
-                if answers:
-                    items.append(QAItem(str(qa["id"]), qa["question"], answers, key, a))
-    return items, paragraphs, by_article
-
-
-def write_paragraph_pdf(path: Path, paragraphs: list[str]) -> None:
-    """One paragraph per page; Chinese text is wrapped by character in the builtin ``china-s`` font."""
-    doc = pymupdf.open()
-    width = _PAGE.width - 2 * _MARGIN
-    for text in paragraphs:
-        page = doc.new_page(width=_PAGE.width, height=_PAGE.height)
-        if _CJK.search(text):
-            y = _MARGIN + 12
-            for line in _wrap_cjk(text, 10.5, width):
-                if y > _PAGE.height - _MARGIN:
-                    break
-                page.insert_text((_MARGIN, y), line, fontname="china-s", fontsize=10.5)
-                y += 15
-        else:
-            rect = pymupdf.Rect(_MARGIN, _MARGIN, _PAGE.width - _MARGIN, _PAGE.height - _MARGIN)
-            for size in (11, 9, 7):
-                if page.insert_textbox(rect, text, fontname="helv", fontsize=size) >= 0:
-                    break
-                page.clean_contents()
-                page = _replace_page(doc, page)
-    doc.save(path, garbage=3, deflate=True)
-    doc.close()
-
-
-def _replace_page(doc: Any, page: Any) -> Any:
-    number = page.number
-    doc.delete_page(number)
-    return doc.new_page(number, width=_PAGE.width, height=_PAGE.height)
-
-
-def _wrap_cjk(text: str, size: float, width: float) -> list[str]:
-    lines, line = [], ""
-    for char in " ".join(text.split()):
-        if line and pymupdf.get_text_length(line + char, fontname="china-s", fontsize=size) > width:
-            lines.append(line)
-            line = ""
-        line += char
-    return [*lines, line] if line else lines
-
-
-# -- the run ----------------------------------------------------------------------------------
-
-def resolve_qa_dataset(name: str) -> Path:
-    """The SQuAD-format file behind ``squad``, ``cmrc2018`` or a path.
-
-    Raises:
-        FileNotFoundError: with a message naming what was looked for.
-    """
-    path = DEFAULT_DATA_ROOT / NAMED_DATASETS[name] if name in NAMED_DATASETS else Path(name)
-    if not path.is_file():
-        raise FileNotFoundError(f"dataset file {path} not found (squad, cmrc2018 or a SQuAD-format JSON path)")
-    return path
-
 
 def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
     try:
@@ -184,73 +49,6 @@ def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
     return 0
 
 
-@dataclass
-class QALibrary:
-    """The evaluation library: PDFs ingested into a store of their own, and the questions asked of it.
-
-    Args:
-        chosen: Questions whose paragraph is in the index.
-        held_out: Questions whose paragraph was deliberately left out (their answer is not indexed).
-        gold_locations: Paragraph key -> every (doc_id, page) that holds it.
-    """
-
-    store: Any
-    chosen: list[QAItem]
-    held_out: list[QAItem]
-    gold_locations: dict[str, set[tuple[str, int]]]
-    ingest_s: float
-
-
-def build_library(path: Path, config: RagConfig, *, n: int, unanswerable: int, distractors: int, seed: int,
-                  workdir: Path, router: Any = None) -> QALibrary:
-    """Sample ``n`` answerable and ``unanswerable`` left-out questions (distinct paragraphs), write one PDF
-    per question (its paragraph, unless left out, among ``distractors`` others of the same article) and
-    ingest them all into a store under ``workdir``."""
-    from rag.ingest.ingestor import Ingestor
-    from rag.runtime import build_router
-    from rag.index.store import DocumentStore
-
-    items, paragraphs, by_article = load_squad_items(path)
-    rng = random.Random(seed)
-    rng.shuffle(items)
-    chosen: list[QAItem] = []
-    held_out: list[QAItem] = []
-    used_paragraphs: set[str] = set()
-    for item in items:  # distinct paragraphs, so a held-out paragraph never reaches the index
-        if item.para_key in used_paragraphs:
-            continue
-        if len(chosen) < n:
-            chosen.append(item)
-        elif len(held_out) < unanswerable:
-            held_out.append(item)
-        else:
-            break
-        used_paragraphs.add(item.para_key)
-    excluded = {item.para_key for item in held_out}
-
-    config = replace(config, storage=replace(config.storage, data_dir=str(workdir / "data"))).validate()
-    store = DocumentStore(config, router or build_router(config))
-    ingestor = Ingestor(store, config)
-    gold_locations: dict[str, set[tuple[str, int]]] = {}
-    started = time.perf_counter()
-    for index, item in enumerate(chosen + held_out):
-        pool = [k for k in by_article[item.article] if k != item.para_key and k not in excluded]
-        if len(pool) < distractors:
-            pool += [k for k in rng.sample(sorted(paragraphs), distractors * 3) if k not in excluded and k not in pool]
-        pages = rng.sample(pool, min(distractors, len(pool)))
-        if item.para_key not in excluded:
-            pages.insert(rng.randrange(len(pages) + 1), item.para_key)
-        pdf = workdir / f"q{index:03d}.pdf"
-        write_paragraph_pdf(pdf, [paragraphs[k] for k in pages])
-        result = ingestor.ingest_path(pdf)
-        if not result.ok:
-            logger.warning("ingest of %s failed: %s", pdf.name, result.error)
-            continue
-        for number, key in enumerate(pages, start=1):
-            gold_locations.setdefault(key, set()).add((result.doc_id, number))
-    return QALibrary(store, chosen, held_out, gold_locations, round(time.perf_counter() - started, 1))
-
-
 def evaluate_answers(path: Path, config: RagConfig, *, n: int, unanswerable: int, distractors: int, seed: int,
                      workdir: Path, router: Any = None, also_server: bool = False,
                      llm_factory: Any = None) -> dict[str, Any]:
@@ -265,7 +63,7 @@ def evaluate_answers(path: Path, config: RagConfig, *, n: int, unanswerable: int
                               "ingest_s": library.ingest_s, "backends": {}}
     for name, build in backends:
         try:
-            engine = _engine(store, build(), name)
+            engine = answer_engine(config, store, build(), name)
         except Exception as exc:  # noqa: BLE001 - report the backend as unavailable
             report["backends"][name] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
@@ -295,12 +93,12 @@ def _backends(config: RagConfig, also_server: bool, llm_factory: Any) -> list[tu
     return backends
 
 
-def _engine(store: Any, llm: Any, name: str) -> Any:
-    from rag.answer.engine import AnswerEngine
-    from rag.retrieval.pipeline import RetrievalPipeline
+def answer_engine(config: RagConfig, store: Any, llm: Any, name: str) -> Any:
+    """The app's query engine for ``config`` over the evaluation library, answering with ``llm``."""
+    from rag.answer.engine import CitewiseQueryEngine
+    from rag.answer.llm_runner import LLMRunner
 
-    return AnswerEngine(RetrievalPipeline(store), store, llm, embedder_for_checks=store.router,
-                        llm_backend=name.split(":")[0])
+    return CitewiseQueryEngine.from_config(config, store, LLMRunner(llm, backend=name.split(":")[0]))
 
 
 def _score_backend(engine: Any, config: RagConfig, chosen: list[QAItem], held_out: list[QAItem],
@@ -310,7 +108,7 @@ def _score_backend(engine: Any, config: RagConfig, chosen: list[QAItem], held_ou
     gold_page_hits, answered = 0, 0
     ttfts, speeds, errors, rows = [], [], 0, []
     for item in chosen:
-        result = engine.answer(item.question, config)
+        result = engine.answer(item.question)
         chinese = detect_language(item.question) == "zh"
         text = strip_markers(result.answer)
         errors += bool(result.error)
@@ -348,7 +146,7 @@ def _score_backend(engine: Any, config: RagConfig, chosen: list[QAItem], held_ou
                     result.timings.get("ttft_ms", 0.0))
     abstentions = []
     for item in held_out:
-        result = engine.answer(item.question, config)
+        result = engine.answer(item.question)
         abstentions.append(result.abstained)
         ttfts.append(result.timings.get("ttft_ms", 0.0))
         rows.append({"qid": item.qid, "question": item.question, "held_out": True, "answer": result.answer,

@@ -2,7 +2,8 @@
 
 Each corpus document is indexed as one chunk (its title and text) in a store of its own, built once
 into ``$CITEWISE_HOME/eval/`` and reused; the ranking of a query is the list of document ids of the
-retrieved chunks. Queries run through the same ``RetrievalPipeline`` the app uses.
+retrieved chunks. Queries run through the same query engine the app uses, assembled once per mode
+from the mode's config (``retrieval.sources`` picks BM25 alone, vectors alone, or both).
 """
 
 from __future__ import annotations
@@ -17,24 +18,25 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rag.config import DEFAULT_HOME, RagConfig
+from rag.config import DEFAULT_HOME, MAX_CONTEXT_TOKENS, RagConfig
 from rag.documents import Chunk
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT, EvalDataset, document_text, load_dataset
 from rag.evaluation.metrics import aggregate, latency_percentiles
-from rag.ingest.ingestor import embed_chunks
+from rag.ingest.embedding import embed_chunks
 from rag.text.language import detect_language
-from rag.retrieval.pipeline import RetrievalPipeline
-from rag.retrieval.retrievers import QueryEmbeddingCache, prime_query_cache
+from rag.retrieval.query import QueryError
 from rag.index.store import DocumentStore
+from rag.answer.engine import CitewiseQueryEngine
+from rag.retrieval.query_rewrite import QueryEnhancer
 
 logger = logging.getLogger(__name__)
 
 BASE_MODES: dict[str, dict[str, Any]] = {
     "default": {},
-    "bm25": {"sources": ("bm25",)},
-    "vector": {"sources": ("vector",)},
-    "hybrid-rrf": {"overrides": {"retrieval.hybrid": True, "retrieval.fusion": "rrf"}},
-    "hybrid-weighted": {"overrides": {"retrieval.hybrid": True, "retrieval.fusion": "weighted"}},
+    "bm25": {"retrieval.sources": "keyword"},
+    "vector": {"retrieval.sources": "vector"},
+    "hybrid-rrf": {"retrieval.sources": "hybrid", "retrieval.fusion": "rrf"},
+    "hybrid-weighted": {"retrieval.sources": "hybrid", "retrieval.fusion": "weighted"},
 }
 EXTENSIONS: dict[str, dict[str, Any]] = {
     "rerank": {"rerank.enabled": True},
@@ -53,30 +55,54 @@ def all_modes() -> list[str]:
     return modes
 
 
-def mode_settings(mode: str, config: RagConfig) -> tuple[RagConfig, tuple[str, ...], bool]:
-    """The config, first-stage sources and whether an LLM is needed for ``mode``."""
+def mode_settings(mode: str, config: RagConfig) -> tuple[RagConfig, bool]:
+    """The config of ``mode`` and whether it needs an LLM."""
     base, *extensions = mode.split("+")
     if base not in BASE_MODES or any(e not in EXTENSIONS for e in extensions):
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(all_modes())}")
-    overrides: dict[str, Any] = dict(BASE_MODES[base].get("overrides", {}))
+    overrides: dict[str, Any] = dict(BASE_MODES[base])
     if base != "default":
         # an ablation row has exactly the stages it names, whatever the app's defaults turn on
         overrides.update({"rerank.enabled": False, "mmr.enabled": False, "query.rewrite": False,
-                          "query.hyde": False})
+                          "query.hyde": False, "reflection.enabled": False})
     for extension in extensions:
         overrides.update(EXTENSIONS[extension])
-    # rank deep enough for recall@20, and never let the LLM context budget cut a ranking
+    # rank deep enough for recall@20, and never let the LLM context budget cut a ranking (the largest budget
+    # a config allows, 131072 tokens, holds EVAL_DEPTH chunks of up to 6,000 tokens each)
     overrides["retrieval.top_k"] = EVAL_DEPTH
     overrides["retrieval.candidate_k"] = max(config.retrieval.candidate_k, EVAL_DEPTH)
-    overrides["generation.max_context_tokens"] = 10**7
+    overrides["generation.max_context_tokens"] = MAX_CONTEXT_TOKENS
     if "rerank" in extensions and not config.rerank.model_path:
         raise ValueError(f"mode {mode} needs a cross-encoder: set rerank.model_path (python -m rag.lab.train_reranker "
                          "trains one on the SciFact train split)")
     if "rerank" in extensions or (base == "default" and config.rerank.enabled):
         overrides["rerank.candidates"] = max(config.rerank.candidates, EVAL_DEPTH)
         overrides["rerank.top_n"] = EVAL_DEPTH
-    sources = BASE_MODES[base].get("sources", ("vector", "bm25"))
-    return config.with_overrides(overrides), sources, bool(LLM_EXTENSIONS & set(extensions))
+    return config.with_overrides(overrides), bool(LLM_EXTENSIONS & set(extensions))
+
+
+class ModeEngines:
+    """One query engine per evaluated mode over one eval store, sharing the models and the LLM's rewrites.
+
+    Args:
+        store: The eval store.
+        llm: The LLM runner for LLM modes, or None.
+        reranker: The cross-encoder for rerank modes, or None.
+    """
+
+    def __init__(self, store: DocumentStore, llm: Any = None, reranker: Any = None) -> None:
+        self.store, self.llm, self.reranker = store, llm, reranker
+        self._engines: dict[RagConfig, CitewiseQueryEngine] = {}
+        self._enhancers: dict[Any, QueryEnhancer] = {}
+
+    def engine(self, config: RagConfig) -> CitewiseQueryEngine:
+        if config not in self._engines:
+            enhancer = None
+            if self.llm is not None:  # rewrite / HyDE output for a query is made once, for every mode
+                enhancer = self._enhancers.setdefault(config.query, QueryEnhancer.from_config(self.llm.llm, config.query))
+            self._engines[config] = CitewiseQueryEngine.from_config(config, self.store, self.llm,
+                                                                    reranker=self.reranker, enhancer=enhancer)
+        return self._engines[config]
 
 
 def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = DEFAULT_HOME,
@@ -116,7 +142,7 @@ def corpus_chunk(doc_id: str, entry: dict[str, str]) -> Chunk:
                  language=detect_language(text))
 
 
-def evaluate(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfig, mode: str, *,
+def evaluate(dataset: EvalDataset, engines: ModeEngines, config: RagConfig, mode: str, *,
              limit: int | None = None, progress: Any = None, batch_query_embeddings: bool = False) -> dict[str, Any]:
     """Metrics of ``mode`` on ``dataset``.
 
@@ -124,10 +150,11 @@ def evaluate(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfi
     large runs several times faster but leaves the embedding out of the per-query latency (the
     report says so); ``bench query`` measures latency with it included.
     """
-    mode_config, sources, needs_llm = mode_settings(mode, config)
+    mode_config, needs_llm = mode_settings(mode, config)
     note = ""
-    if needs_llm and pipeline.llm is None:
+    if needs_llm and engines.llm is None:
         raise ValueError(f"mode {mode} needs an LLM (query rewrite / HyDE)")
+    engine = engines.engine(mode_config)
     if needs_llm and (limit is None or limit > LLM_SAMPLE):
         limit = LLM_SAMPLE
         note = f"LLM mode: ran on a random sample of {LLM_SAMPLE} queries (seed 0)"
@@ -135,13 +162,19 @@ def evaluate(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfi
         dataset = dataset.subset(limit)
         note = note or f"ran on a random sample of {len(dataset.queries)} queries (seed 0)"
     if batch_query_embeddings:
-        prime_queries(pipeline, list(dataset.queries.values()))
+        engines.store.router.prime_queries(engines.store.vectors.model_ids(), list(dataset.queries.values()))
     runs: dict[str, list[str]] = {}
     latencies: list[float] = []
     fallbacks: dict[str, int] = {}
+    rejected = 0
     for i, (qid, query) in enumerate(dataset.queries.items()):
         started = time.perf_counter()
-        result = pipeline.retrieve(query, mode_config, sources=sources)
+        try:
+            result = engine.search(query)
+        except QueryError as exc:  # one bad question is a miss, never the end of the run
+            logger.warning("question %s rejected: %s", qid, exc)
+            rejected += 1
+            continue
         latencies.append((time.perf_counter() - started) * 1000)
         runs[qid] = list(dict.fromkeys(n.node.metadata["doc_id"] for n in result.nodes))[:EVAL_DEPTH]
         for stage in result.trace.fallback_reasons:
@@ -149,10 +182,16 @@ def evaluate(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfi
         if progress:
             progress(i + 1, len(dataset.queries))
     metrics = aggregate(runs, {q: dataset.qrels.get(q, {}) for q in dataset.queries})
+    skipped = dict(dataset.skipped)
+    if rejected:
+        skipped["rejected by the pipeline (counted as misses)"] = rejected
+    note = "; ".join(p for p in (note, replace(dataset, skipped=skipped).skipped_note()) if p)
     return {
         "dataset": dataset.name,
+        "split": dataset.split or "all",
         "mode": mode,
         "n_queries": len(dataset.queries),
+        "skipped": skipped,
         "metrics": {k: round(v, 4) for k, v in metrics.items()},
         "latency_ms": {k: round(v, 2) for k, v in latency_percentiles(latencies).items()},
         "note": note + ("; " if note and batch_query_embeddings else "")
@@ -161,30 +200,19 @@ def evaluate(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfi
     }
 
 
-def prime_queries(pipeline: RetrievalPipeline, queries: list[str]) -> None:
-    """Embed ``queries`` in batches into the pipeline's query cache, once per pipeline and query set."""
-    key = hash(tuple(queries))
-    if getattr(pipeline, "_primed_queries", None) == key:
-        return
-    pipeline.query_cache = QueryEmbeddingCache(size=2 * len(queries) + 16)
-    prime_query_cache(pipeline.query_cache, pipeline.store.router, pipeline.store.vectors.model_ids(), queries)
-    pipeline._primed_queries = key
-
-
-def evaluate_grid(dataset: EvalDataset, pipeline: RetrievalPipeline, config: RagConfig, modes: list[str], *,
+def evaluate_grid(dataset: EvalDataset, engines: ModeEngines, config: RagConfig, modes: list[str], *,
                   limit: int | None = None, batch_query_embeddings: bool = False,
                   progress: Any = None) -> list[dict[str, Any]]:
-    """``evaluate`` for each of ``modes`` on one pipeline.
+    """``evaluate`` for each of ``modes`` over one store.
 
-    Sharing the pipeline shares its caches: query embeddings are computed once for all modes, and the
-    LLM's rewrite / HyDE output for a query is generated once and reused by every mode that needs it.
-    ``progress(mode, done, total)`` is called after each query.
+    The modes share the store's query-vector cache (each query is embedded once for all modes) and the
+    LLM's rewrite / HyDE output. ``progress(mode, done, total)`` is called after each query.
     """
     reports = []
     for mode in modes:
         logger.warning("evaluating %s on %s", mode, dataset.name)
         step = (lambda done, total, mode=mode: progress(mode, done, total)) if progress else None
-        reports.append(evaluate(dataset, pipeline, config, mode, limit=limit, progress=step,
+        reports.append(evaluate(dataset, engines, config, mode, limit=limit, progress=step,
                                 batch_query_embeddings=batch_query_embeddings))
     return reports
 
@@ -241,6 +269,9 @@ def main(argv: list[str], config: RagConfig) -> int:
     parser.add_argument("--modes", default=None, help="a comma-separated list of modes to run as a grid")
     parser.add_argument("--limit", type=int, default=None, help="evaluate a random sample of N queries")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    parser.add_argument("--split", default=None,
+                        help="which questions: train / test (BEIR qrels), tune / report (halves by article of "
+                             "SQuAD-style sets), all; default: test for BEIR, all otherwise (docs/retrieval-protocol.md)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table (the default without --json)")
     parser.add_argument("--out", type=Path, default=None, help="also write the Markdown table to this file")
@@ -248,24 +279,23 @@ def main(argv: list[str], config: RagConfig) -> int:
                         help="embed all queries in batches first (faster; latency then excludes embedding)")
     args = parser.parse_args(argv)
 
-    from rag.runtime import build_pipeline, build_router
+    from rag.runtime import build_llm_handle, build_llm_runner, build_reranker, build_router
 
     modes = all_modes() if args.all_modes else ([m.strip() for m in args.modes.split(",") if m.strip()]
                                                  if args.modes else [args.mode])
     try:
-        dataset = load_dataset(args.dataset, args.data_root)
-        needs_llm = any(mode_settings(mode, config)[2] for mode in modes)
+        dataset = load_dataset(args.dataset, args.data_root, split=args.split)
+        needs_llm = any(mode_settings(mode, config)[1] for mode in modes)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     router = build_router(config)
     store = eval_store(dataset, config, router)
-    pipeline = build_pipeline(config, store, with_llm=needs_llm)
-    if pipeline.reranker is None and config.rerank.model_path and any("rerank" in m.split("+") for m in modes):
-        from rag.models.embedders import build_cross_encoder
-
-        pipeline.reranker = build_cross_encoder(config.rerank.model_path)
-    reports = evaluate_grid(dataset, pipeline, config, modes, limit=args.limit,
+    llm = build_llm_runner(config, build_llm_handle(config)) if needs_llm else None
+    wants_rerank = config.rerank.enabled or any("rerank" in m.split("+") for m in modes)
+    reranker = build_reranker(config.with_overrides({"rerank.enabled": True})) if (
+        wants_rerank and config.rerank.model_path) else None
+    reports = evaluate_grid(dataset, ModeEngines(store, llm, reranker), config, modes, limit=args.limit,
                             batch_query_embeddings=args.batch_embed)
     table = format_grid_markdown(reports) if len(reports) > 1 else format_markdown(reports[0])
     if args.out:

@@ -1,5 +1,16 @@
 """A background ingest worker, so that a long ingest (Chinese text embeds at ~6 chunks/s) never
 blocks the app: pages submit files and poll job progress.
+
+One worker serves every browser session of a server, so each job remembers the session (``owner``)
+that submitted it: a session lists and clears only its own jobs. Files wait in memory until the
+worker reaches them, so the bytes waiting are capped (``max_queued_bytes``); a file that would pass
+the cap is refused with a message saying so, and nothing already queued is touched.
+
+Jobs are also written to the library's job journal (``rag.index.jobs``) until they finish. When the
+app's process ends with uploads still queued or half-ingested, the next queue on the library lists
+them as failed jobs saying so, so the user knows to upload them again instead of finding them
+silently missing. Their sessions are gone, so those jobs are shown to every session until it clears
+them.
 """
 
 from __future__ import annotations
@@ -9,6 +20,7 @@ import logging
 import queue
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,46 +31,104 @@ from rag.index.store import DocumentStore
 logger = logging.getLogger(__name__)
 
 
+DEFAULT_MAX_QUEUED_BYTES = 256 * 1024 * 1024
+
+
+class QueueFullError(ValueError):
+    """A file was refused because the files already waiting plus this one would pass the cap."""
+
+
 @dataclass
 class IngestJob:
     job_id: int
     file_name: str
+    owner: str = ""  # the submitting session; "" for the CLI and tests
+    size: int = 0  # bytes held in memory until the job is done
     state: str = "queued"  # queued, running, done
     stage: str = ""
     fraction: float = 0.0
     message: str = "waiting"
     result: IngestResult | None = None
     submitted_at: float = field(default_factory=time.time)
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)  # its row in the job journal
+    everyone: bool = False  # an upload lost at a restart: its session is gone, so every session sees it
+    dismissed: set[str] = field(default_factory=set)  # sessions that cleared it (for ``everyone`` jobs)
+
+    def shown_to(self, owner: str | None) -> bool:
+        """Whether session ``owner`` (``None``: any caller that lists every job) lists this job."""
+        if owner is None or self.owner == owner:
+            return True
+        return self.everyone and owner not in self.dismissed
 
 
 class IngestQueue:
-    def __init__(self, store: DocumentStore) -> None:
+    def __init__(self, store: DocumentStore, *, max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES) -> None:
+        """Start the worker thread.
+
+        Args:
+            store: Where documents are indexed.
+            max_queued_bytes: Cap on the bytes of files submitted and not yet done (waiting or running).
+        """
         self._store = store
+        self.max_queued_bytes = max_queued_bytes
         self._jobs: dict[int, IngestJob] = {}
         self._pending: queue.Queue[tuple[IngestJob, bytes, RagConfig, Any]] = queue.Queue()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        for lost in store.jobs.take_lost():
+            job = IngestJob(next(self._ids), lost.file_name, state="done", fraction=1.0, message=lost.message(),
+                            result=IngestResult(lost.file_name, "failed", error=lost.message()),
+                            submitted_at=lost.submitted_at, everyone=True)
+            self._jobs[job.job_id] = job
+            logger.warning("upload lost when process %s stopped: %s", lost.owner.pid, lost.file_name)
         self._worker = threading.Thread(target=self._run, name="citewise-ingest", daemon=True)
         self._worker.start()
 
-    def submit(self, data: bytes, file_name: str, config: RagConfig, *, metadata_llm: Any = None) -> IngestJob:
-        """Queue one file; ``metadata_llm`` writes its metadata when ``config.metadata.enabled``."""
-        job = IngestJob(next(self._ids), file_name)
+    def submit(self, data: bytes, file_name: str, config: RagConfig, *, owner: str = "",
+               metadata_llm: Any = None) -> IngestJob:
+        """Queue one file for ingest on behalf of session ``owner``; ``metadata_llm`` writes its metadata
+        when ``config.metadata.enabled``.
+
+        Raises:
+            QueueFullError: The bytes already waiting plus ``data`` would pass ``max_queued_bytes``.
+        """
         with self._lock:
+            waiting = self._waiting_bytes()
+            if waiting + len(data) > self.max_queued_bytes:
+                raise QueueFullError(
+                    f"{file_name} ({_size(len(data))}) was not queued: {_size(waiting)} of uploads are already waiting "
+                    f"to be indexed and the limit is {_size(self.max_queued_bytes)}. Upload it again when those "
+                    "have been indexed.")
+            job = IngestJob(next(self._ids), file_name, owner=owner, size=len(data))
+            self._store.jobs.record(job.key, file_name, len(data))  # before it is listed: a failure leaves no job
             self._jobs[job.job_id] = job
         self._pending.put((job, data, config, metadata_llm))
         return job
 
-    def jobs(self) -> list[IngestJob]:
+    def jobs(self, owner: str | None = None) -> list[IngestJob]:
+        """Jobs in submission order: all of them, or only those ``owner`` submitted."""
         with self._lock:
-            return sorted(self._jobs.values(), key=lambda j: j.job_id)
+            return sorted((j for j in self._jobs.values() if j.shown_to(owner)), key=lambda j: j.job_id)
 
-    def active(self) -> bool:
-        return any(job.state != "done" for job in self.jobs())
+    def active(self, owner: str | None = None) -> bool:
+        return any(job.state != "done" for job in self.jobs(owner))
 
-    def forget_finished(self) -> None:
+    def queued_bytes(self) -> int:
+        """Bytes of every session's files not yet done."""
         with self._lock:
-            self._jobs = {k: j for k, j in self._jobs.items() if j.state != "done"}
+            return self._waiting_bytes()
+
+    def forget_finished(self, owner: str | None = None) -> None:
+        """Drop finished jobs: all of them, or those ``owner`` lists (a lost upload only from its list)."""
+        with self._lock:
+            for job in self._jobs.values():
+                if owner is not None and job.everyone:
+                    job.dismissed.add(owner)
+            self._jobs = {k: j for k, j in self._jobs.items()
+                          if j.state != "done" or (owner is not None and (j.owner != owner or j.everyone))}
+
+    def _waiting_bytes(self) -> int:
+        return sum(j.size for j in self._jobs.values() if j.state != "done")
 
     def wait(self, timeout: float = 600.0) -> None:
         """Block until every submitted job is done (for the CLI and tests)."""
@@ -72,6 +142,7 @@ class IngestQueue:
         while True:
             job, data, config, metadata_llm = self._pending.get()
             job.state = "running"
+            self._journal(self._store.jobs.running, job)
 
             def progress(stage: str, fraction: float, message: str, job: IngestJob = job) -> None:
                 job.stage, job.fraction, job.message = stage, fraction, message
@@ -82,6 +153,19 @@ class IngestQueue:
             except Exception as exc:  # noqa: BLE001 - the worker must survive any one file
                 logger.exception("ingest job %s crashed", job.file_name)
                 job.result = IngestResult(job.file_name, "failed", error=f"{type(exc).__name__}: {exc}")
+            self._journal(self._store.jobs.finished, job)
+            data = b""  # release the upload now, not when the next file arrives
             job.message = job.result.error or job.message
             job.fraction = 1.0
             job.state = "done"
+
+    @staticmethod
+    def _journal(step, job: IngestJob) -> None:
+        try:
+            step(job.key)
+        except Exception as exc:  # noqa: BLE001 - the journal only reports; it must not stop an ingest
+            logger.warning("could not update the job journal for %s: %s", job.file_name, exc)
+
+
+def _size(size: int) -> str:
+    return f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{size / 1024:.0f} KB"

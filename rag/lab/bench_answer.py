@@ -1,7 +1,7 @@
 """``python -m rag bench answer``: time to first token of real answers, per bundled model (~1-3 min).
 
 Builds a small library (SQuAD dev paragraphs as PDFs, one paragraph per page, 4 per PDF, like
-``eval-answers``), then asks ``--questions`` distinct questions through ``AnswerEngine`` with the
+``eval-answers``), then asks ``--questions`` distinct questions through the app's query engine with the
 default settings: the answerability check, the context budget (``generation.max_context_tokens``,
 counted with the model's tokenizer) and ``llm.n_threads``. TTFT is measured from ``stream()`` to the
 first answer token. The first question is "cold": the fixed system prompt is not yet in llama.cpp's
@@ -50,13 +50,12 @@ def main(argv: list[str], config: RagConfig) -> int:
 
 
 def run(config: RagConfig, models: list[str], dataset: str, questions: int, answer_tokens: int) -> dict:
-    from rag.evaluation.answers import load_squad_items, write_paragraph_pdf
-    from rag.answer.engine import AnswerEngine
+    from rag.evaluation.answer_library import load_squad_items, write_paragraph_pdf
+    from rag.evaluation.answers import answer_engine
+    from rag.index.store import DocumentStore
     from rag.ingest.ingestor import Ingestor
     from rag.models.llms import load_embedded_llm
-    from rag.retrieval.pipeline import RetrievalPipeline
     from rag.runtime import build_router
-    from rag.index.store import DocumentStore
 
     items, paragraphs, by_article = load_squad_items(DEFAULT_DATA_ROOT / NAMED_DATASETS[dataset])
     rng = random.Random(7)
@@ -83,12 +82,12 @@ def run(config: RagConfig, models: list[str], dataset: str, questions: int, answ
         run_config = replace(config, generation=replace(config.generation, max_answer_tokens=answer_tokens))
         for name in models:
             llm = load_embedded_llm(replace(config.llm, embedded_model=name), run_config.generation, DEFAULT_HOME)
-            engine = AnswerEngine(RetrievalPipeline(store), store, llm)
+            engine = answer_engine(run_config, store, llm, f"embedded:{name}")
             load_before = round(os.getloadavg()[0], 2)
             rows = []
             for item in chosen:
                 started = time.perf_counter()
-                result = engine.answer(item.question, run_config)
+                result = engine.answer(item.question)
                 rows.append({"question": item.question, "ttft_ms": result.timings.get("ttft_ms"),
                              "answer_check_ms": result.timings.get("answer_check_ms"),
                              "sources_ms": result.timings.get("sources_ms"),

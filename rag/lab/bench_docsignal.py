@@ -32,8 +32,7 @@ from rag.evaluation.retrieval import mode_settings
 from rag.ingest.ingestor import Ingestor
 from rag.ingest.metadata import generate_metadata
 from rag.retrieval.document_signal import DocumentBoostPostprocessor, DocumentSignal
-from rag.retrieval.pipeline import RetrievalPipeline
-from rag.runtime import build_llm_handle, build_router, build_store
+from rag.runtime import build_engine, build_llm_handle, build_router, build_store
 from rag.text.language import detect_language
 
 DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared beside the repo
@@ -93,8 +92,8 @@ def run(documents: list[str], questions: list[dict], config: RagConfig, args: ar
             ids.append(result.doc_id)
         metadata_s = _write_metadata(store, ids, config)
         signal = DocumentSignal.from_records(store.documents())
-        ranked_config, sources, _ = mode_settings("default", config)
-        pipeline = RetrievalPipeline(store)
+        ranked_config, _ = mode_settings("default", config)
+        engine = build_engine(ranked_config, store=store, with_llm=False)  # the app's retrieval, ranked to depth 20
         splits: dict[str, list[dict]] = {"tune": [], "test": []}
         for question in questions:
             split = "tune" if int(hashlib.sha1(question["id"].encode()).hexdigest(), 16) % 2 == 0 else "test"
@@ -105,7 +104,7 @@ def run(documents: list[str], questions: list[dict], config: RagConfig, args: ar
             items = rng.sample(items, min(args.queries, len(items)))
             ranks[split] = {weight: [] for weight in (0.0, *WEIGHTS)}
             for question in items:
-                nodes = pipeline.retrieve(question["question"], ranked_config, sources=sources).nodes
+                nodes = engine.search(question["question"]).nodes
                 for weight in ranks[split]:
                     ordered = DocumentBoostPostprocessor(signal, weight=weight).postprocess_nodes(
                         nodes, QueryBundle(question["question"])) if weight else nodes

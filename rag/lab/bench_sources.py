@@ -1,4 +1,4 @@
-"""``python -m rag bench sources``: time from ``AnswerEngine.stream()`` to numbered sources, at 10k chunks.
+"""``python -m rag bench sources``: time from ``CitewiseQueryEngine.stream()`` to numbered sources, at 10k chunks.
 
 The issue's target: the sources appear within 1 s of asking (before the answer streams) on a 10k-chunk
 index. The index is the query benchmark's (``rag.lab.bench_query``: real SQuAD dev text in ~60-word
@@ -46,11 +46,10 @@ def main(argv: list[str], config: RagConfig) -> int:
 
 
 def run(config: RagConfig, data_root: Path, queries: int, chunks: int, *, with_llm: bool = True) -> dict:
-    from rag.answer.engine import AnswerEngine
-    from rag.models.llms import load_embedded_llm
-    from rag.retrieval.pipeline import RetrievalPipeline
-    from rag.runtime import build_router
+    from rag.evaluation.answers import answer_engine
     from rag.index.store import DocumentStore
+    from rag.models.llms import load_embedded_llm
+    from rag.runtime import build_router
 
     squad = load_squad(data_root / "squad-v1.1-dev.json")
     questions = random.Random(1).sample(sorted(squad.queries.values()), queries)
@@ -62,12 +61,12 @@ def run(config: RagConfig, data_root: Path, queries: int, chunks: int, *, with_l
         started = time.perf_counter()
         _fill_real(store, squad, chunks)
         build_s = time.perf_counter() - started
-        engine = AnswerEngine(RetrievalPipeline(store), store, llm if llm is not None else _NoLLM())
-        engine.stream("warm up the models and caches", config)
+        engine = answer_engine(config, store, llm if llm is not None else _NoLLM(), "embedded")
+        engine.stream("warm up the models and caches")
         latencies, counts = [], []
         for question in questions:
             started = time.perf_counter()
-            stream = engine.stream(question, config)
+            stream = engine.stream(question)
             latencies.append((time.perf_counter() - started) * 1000)
             counts.append(len(stream.sources))
         store.close()

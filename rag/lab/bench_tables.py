@@ -29,8 +29,7 @@ from pathlib import Path
 from rag.config import DEFAULT_HOME, RagConfig
 from rag.evaluation.retrieval import mode_settings
 from rag.ingest.ingestor import Ingestor
-from rag.retrieval.pipeline import RetrievalPipeline
-from rag.runtime import build_router, build_store
+from rag.runtime import build_engine, build_router, build_store
 
 QUESTIONS = Path(__file__).with_name("data") / "table_questions.json"
 DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared beside the repo
@@ -97,13 +96,13 @@ def run(paths: list[Path], questions: list[dict], config: RagConfig) -> dict:
             parse_s += result.timings.get("parse", 0.0)
         ingest_s = time.perf_counter() - started
         table_chunks = sum(1 for doc_id in ids for chunk in store.chunks(doc_id) if chunk.kind == "table")
-        ranked_config, sources, _ = mode_settings("default", config)
-        pipeline = RetrievalPipeline(store)
+        ranked_config, _ = mode_settings("default", config)
+        engine = build_engine(ranked_config, store=store, with_llm=False)  # the app's retrieval, ranked to depth 20
         ranks: dict[str, int | None] = {}
         row_ranks: dict[str, int | None] = {}
         fact_ranks: dict[str, int | None] = {}
         for question in questions:
-            nodes = pipeline.retrieve(question["question"], ranked_config, sources=sources).nodes
+            nodes = engine.search(question["question"]).nodes
             found = [_hit(node.node.metadata, node.node.get_content(), question, ids) for node in nodes]
             ranks[question["id"]] = _first(found, lambda hit: hit[0] and bool(hit[1]))
             row_ranks[question["id"]] = _first(found, lambda hit: hit[0] and hit[1] == "row")

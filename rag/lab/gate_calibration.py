@@ -1,6 +1,6 @@
 """``python -m rag calibrate-gate``: fit the answerability gate of one LLM on one question set.
 
-The library is the one ``eval-answers`` builds (rag.evaluation.answers.build_library): answerable questions
+The library is the one ``eval-answers`` builds (rag.evaluation.answer_library.build_library): answerable questions
 whose paragraph is indexed and left-out questions whose paragraph is not. For each question the engine
 retrieves and fits the sources as it would to answer, then runs only the gate (one forward pass, no
 answer), recording P(yes) and the question's coverage by the best source sentence. A class-balanced
@@ -44,7 +44,8 @@ def add_command(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.evaluation.answers import _engine, build_library, resolve_qa_dataset
+    from rag.evaluation.answer_library import build_library, resolve_qa_dataset
+    from rag.evaluation.answers import answer_engine
     from rag.models.llms import load_embedded_llm
 
     if args.from_rows is not None:
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace, config: RagConfig) -> int:
             library = build_library(path, config, n=args.n, unanswerable=args.unanswerable,
                                     distractors=args.distractors, seed=args.seed, workdir=Path(tmp))
             llm = load_embedded_llm(config.llm, config.generation, DEFAULT_HOME)
-            engine = _engine(library.store, llm, f"embedded:{config.llm.embedded_model}")
+            engine = answer_engine(config, library.store, llm, f"embedded:{config.llm.embedded_model}")
             rows = collect(engine, config, [(q.question, True) for q in library.chosen]
                            + [(q.question, False) for q in library.held_out])
             library.store.close()
@@ -74,12 +75,12 @@ def collect(engine: Any, config: RagConfig, questions: Sequence[tuple[str, bool]
     """P(yes) and coverage for each (question, answerable) — the gate only, no answer generated."""
     rows = []
     for number, (question, answerable) in enumerate(questions, start=1):
-        stream = engine.stream(question, config)
+        stream = engine.stream(question)
         if not stream.sources or stream.messages is None:
             logger.info("%d/%d: no sources; skipped", number, len(questions))
             continue
-        verdict = engine.check_answerable(stream.messages, stream.sources, stream.retrieval, config, {},
-                                          question=question)
+        verdict = engine.check_answerable(stream.request, stream.messages, stream.sources, stream.retrieval,
+                                          question)
         if verdict.p_yes is None:
             continue
         rows.append({"question": question, "answerable": answerable, "p_yes": verdict.p_yes,

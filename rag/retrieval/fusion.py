@@ -1,225 +1,38 @@
-"""Fusing ranked lists from several retrievers (dense, BM25, query variants) into one.
+"""``FusionRetriever``: run named sub-retrievers (vector, BM25) and fuse their lists into one.
 
-Two fusion functions work on plain ``list[NodeWithScore]`` inputs:
-
-- ``reciprocal_rank_fusion``: ``score(d) = sum_i w_i / (k + rank_i(d))``, ranks 1-based. Only ranks
-  matter, so lists on different score scales fuse without calibration.
-- ``weighted_score_fusion``: ``score(d) = sum_i w_i * norm_i(d)``, where ``norm_i`` rescales list i's
-  scores to [0, 1] (min-max by default) and a node missing from list i contributes 0.
-
-Both de-duplicate by ``node.node_id`` (the first node object seen is kept), skip lists whose weight
-is 0 (so weights ``[1, 0]`` return exactly the first list's order), and break score ties by the best
-rank the node reached, then by the order nodes were first seen.
-
-``FusionRetriever`` runs named sub-retrievers and fuses them, with degradation and stage traces.
+The fusion arithmetic is in ``rag.retrieval.fusion_scores``; this module decides which retrievers run
+for a query, degrades when one fails, computes each node's ``relevance`` and traces every step into the
+query's own trace.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import threading
-from typing import Any, Callable, Literal, Mapping, Sequence, Union
+from typing import Any, Literal, Mapping, Sequence
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag.config import RetrievalConfig
-from rag.text.language import count_tokens
+from rag.retrieval.adaptive import COVERAGE_BELOW, DENSE_SHIFT, Idf, adapt_weights, lexical_coverage
+from rag.retrieval.fusion_scores import (
+    Normalizer,
+    check_weights,
+    normalize_scores,
+    reciprocal_rank_fusion,
+    weighted_score_fusion,
+)
+from rag.retrieval.nodes import annotate_node
+from rag.retrieval.query import SearchQuery, as_search_query, expanded
 from rag.retrieval.trace import QueryTrace, StageTrace
+from rag.text.language import count_tokens
 
 logger = logging.getLogger(__name__)
-
-Normalization = Literal["minmax", "max", "clip", "chroma_cosine", "none"]
-Normalizer = Union[str, Callable[[Sequence[Union[float, None]]], Sequence[float]]]
-
-# Metadata keys this package writes at query time. They are hidden from the embedder and the LLM.
-RUNTIME_METADATA_KEYS = ("relevance", "retrieval_ranks", "retrieval_score", "rerank_score", "mmr_score",
-                         "truncated")
 
 
 class RetrievalError(RuntimeError):
     """Every sub-retriever failed; the message lists each one's error."""
-
-
-def annotate_node(item: NodeWithScore, *, score: float | None | Any = ..., **metadata: Any) -> NodeWithScore:
-    """A copy of ``item`` with ``metadata`` merged in (input nodes are never mutated).
-
-    The new keys are added to the node's excluded embed/LLM metadata keys, so a ``relevance: 0.8``
-    never leaks into the text a cross-encoder scores or the LLM reads.
-
-    Args:
-        item: The node to copy.
-        score: The new score. Defaults to keeping ``item.score``.
-        **metadata: Keys to set.
-    """
-    node = item.node
-    keys = list(metadata)
-    copy = node.model_copy(update={
-        "metadata": {**node.metadata, **metadata},
-        "excluded_embed_metadata_keys": list(dict.fromkeys([*node.excluded_embed_metadata_keys, *keys])),
-        "excluded_llm_metadata_keys": list(dict.fromkeys([*node.excluded_llm_metadata_keys, *keys])),
-    })
-    return NodeWithScore(node=copy, score=item.score if score is ... else score)
-
-
-def normalize_scores(scores: Sequence[float | None], method: Normalizer = "minmax") -> list[float]:
-    """Rescale one list's scores to [0, 1].
-
-    Methods:
-        ``minmax``: ``(s - min) / (max - min)``. A degenerate list (one element, or all scores equal)
-            maps every element to 1.0 when the score is > 0 and to 0.0 otherwise: each is as good as
-            the list's best, and a list of zero BM25 scores stays at zero.
-        ``max``: ``s / max`` (negatives clip to 0); keeps ratios, the top hit gets 1.0. All-zero -> 0.
-        ``clip``: ``s`` clipped to [0, 1]; for scores that already are cosine similarities.
-        ``chroma_cosine``: ``1 + ln(s)`` clipped to [0, 1]; undoes llama-index's Chroma score
-            ``exp(-distance)`` for a collection in cosine space, giving back the cosine similarity.
-        ``none``: raw scores (not bounded); only for fusion experiments.
-        A callable: called with the raw scores, must return one float per score.
-
-    ``None`` scores normalise to 0.0 (and are ignored when finding min/max).
-    """
-    if callable(method):
-        values = [float(v) for v in method(scores)]
-        if len(values) != len(scores):
-            raise ValueError("a normalizer callable must return one value per score")
-        return values
-    present = [float(s) for s in scores if s is not None and math.isfinite(float(s))]
-    out: list[float] = []
-    for raw in scores:
-        if raw is None or not math.isfinite(float(raw)):
-            out.append(0.0)
-            continue
-        s = float(raw)
-        if method == "minmax":
-            low, high = min(present), max(present)
-            out.append((s - low) / (high - low) if high > low else (1.0 if s > 0 else 0.0))
-        elif method == "max":
-            high = max(present)
-            out.append(max(s, 0.0) / high if high > 0 else 0.0)
-        elif method == "clip":
-            out.append(min(max(s, 0.0), 1.0))
-        elif method == "chroma_cosine":
-            out.append(min(max(1.0 + math.log(s), 0.0), 1.0) if s > 0 else 0.0)
-        elif method == "none":
-            out.append(s)
-        else:
-            raise ValueError(f"unknown normalization {method!r}; use minmax, max, clip, chroma_cosine or none")
-    return out
-
-
-def reciprocal_rank_fusion(result_lists: Sequence[Sequence[NodeWithScore]], k: int = 60,
-                           weights: Sequence[float] | None = None, top_n: int | None = None,
-                           ) -> list[NodeWithScore]:
-    """Weighted reciprocal rank fusion: ``score(d) = sum_i weights[i] / (k + rank_i(d))``.
-
-    Args:
-        result_lists: Ranked lists, best first. A node repeated inside one list counts once, at its
-            best rank.
-        k: The RRF constant; larger values flatten the rank discount. Defaults to 60.
-        weights: One non-negative weight per list. Defaults to 1.0 each (textbook RRF).
-        top_n: Keep only the best ``top_n``. Defaults to all.
-
-    Returns:
-        New ``NodeWithScore`` objects (sharing the input nodes) scored by fused RRF, best first.
-    """
-    if k < 0:
-        raise ValueError("k must be >= 0")
-    weights = _check_weights(len(result_lists), weights)
-    contributions = []
-    for hits, weight in zip(result_lists, weights):
-        if weight > 0:
-            contributions.append({node_id: weight / (k + rank) for node_id, rank in _ranks(hits).items()})
-    return _combine(result_lists, weights, contributions, top_n)
-
-
-def weighted_score_fusion(result_lists: Sequence[Sequence[NodeWithScore]],
-                          weights: Sequence[float] | None = None, normalization: Normalizer = "minmax",
-                          top_n: int | None = None) -> list[NodeWithScore]:
-    """Convex-combination fusion of per-list normalised scores: ``sum_i weights[i] * norm_i(d)``.
-
-    Args:
-        result_lists: Ranked lists with scores. Within one list a repeated node keeps its best score.
-        weights: One non-negative weight per list. Defaults to 1.0 each.
-        normalization: How each list is rescaled before weighting; see ``normalize_scores``.
-            Defaults to ``"minmax"`` (a one-element or all-equal list maps to 1.0, or 0.0 if its
-            score is <= 0).
-        top_n: Keep only the best ``top_n``. Defaults to all.
-
-    Returns:
-        New ``NodeWithScore`` objects scored by the weighted sum, best first.
-    """
-    weights = _check_weights(len(result_lists), weights)
-    contributions = []
-    for hits, weight in zip(result_lists, weights):
-        if weight <= 0:
-            continue
-        normalized = normalize_scores([h.score for h in hits], normalization)
-        per_node: dict[str, float] = {}
-        for hit, value in zip(hits, normalized):
-            node_id = hit.node.node_id
-            per_node[node_id] = max(per_node.get(node_id, -math.inf), weight * value)
-        contributions.append(per_node)
-    return _combine(result_lists, weights, contributions, top_n)
-
-
-def carry_max_relevance(fused: Sequence[NodeWithScore], result_lists: Sequence[Sequence[NodeWithScore]],
-                        key: str = "relevance") -> list[NodeWithScore]:
-    """Copies of ``fused`` whose ``metadata[key]`` is the maximum over every list the node is in.
-
-    For fusing already-fused lists (e.g. ``FusionRetriever`` results for several query variants):
-    the fusion functions keep the first node object seen, so without this a node keeps the
-    relevance of whichever list happened to come first.
-    """
-    best: dict[str, float] = {}
-    for hits in result_lists:
-        for hit in hits:
-            value = hit.node.metadata.get(key)
-            if value is not None:
-                node_id = hit.node.node_id
-                best[node_id] = max(best.get(node_id, -math.inf), float(value))
-    return [annotate_node(item, **{key: best[item.node.node_id]}) if item.node.node_id in best else item
-            for item in fused]
-
-
-def _check_weights(count: int, weights: Sequence[float] | None) -> list[float]:
-    if weights is None:
-        return [1.0] * count
-    weights = [float(w) for w in weights]
-    if len(weights) != count:
-        raise ValueError(f"got {len(weights)} weights for {count} result lists")
-    if any(w < 0 or not math.isfinite(w) for w in weights):
-        raise ValueError(f"weights must be finite and >= 0, got {weights}")
-    if count and sum(weights) <= 0:
-        raise ValueError("at least one weight must be > 0")
-    return weights
-
-
-def _ranks(hits: Sequence[NodeWithScore]) -> dict[str, int]:
-    ranks: dict[str, int] = {}
-    for rank, hit in enumerate(hits, start=1):
-        ranks.setdefault(hit.node.node_id, rank)
-    return ranks
-
-
-def _combine(result_lists: Sequence[Sequence[NodeWithScore]], weights: Sequence[float],
-             contributions: Sequence[Mapping[str, float]], top_n: int | None) -> list[NodeWithScore]:
-    nodes: dict[str, NodeWithScore] = {}
-    best_rank: dict[str, int] = {}
-    for hits, weight in zip(result_lists, weights):
-        if weight <= 0:
-            continue
-        for rank, hit in enumerate(hits, start=1):
-            node_id = hit.node.node_id
-            nodes.setdefault(node_id, hit)
-            best_rank[node_id] = min(best_rank.get(node_id, rank), rank)
-    totals = {node_id: sum(c.get(node_id, 0.0) for c in contributions) for node_id in nodes}
-    order = {node_id: i for i, node_id in enumerate(nodes)}
-    ranked = sorted(nodes, key=lambda n: (-totals[n], best_rank[n], order[n]))
-    if top_n is not None:
-        ranked = ranked[:top_n]
-    return [NodeWithScore(node=nodes[n].node, score=totals[n]) for n in ranked]
 
 
 class FusionRetriever(BaseRetriever):
@@ -244,9 +57,8 @@ class FusionRetriever(BaseRetriever):
     ``metadata["retrieval_ranks"]`` maps each source to the node's 1-based rank there.
     Returned nodes are copies; the sub-retrievers' nodes are not mutated.
 
-    Traces: ``retrieve_with_trace(query, trace)`` appends one stage per sub-retriever (named after
-    it) and a ``fusion`` stage. Plain ``retrieve()`` also works; its trace is then kept per thread in
-    ``last_trace``.
+    Traces: each call appends one stage per sub-retriever (named after it) and a ``fusion`` stage to
+    the trace the ``SearchQuery`` carries (a plain ``QueryBundle`` gets a trace of its own).
 
     Args:
         retrievers: Source name -> retriever, in the order they should run.
@@ -259,6 +71,11 @@ class FusionRetriever(BaseRetriever):
         keyword_source: The name of the keyword retriever, or None. Defaults to ``"bm25"``.
         short_query_tokens: Queries with at most this many tokens go keyword-only; 0 disables.
             Defaults to 2.
+        coverage_below: Weighted mode: when the top keyword hit holds less than this share of the
+            query's IDF-weighted terms, ``dense_shift`` of the weight moves to ``"vector"`` for that
+            query (``rag.retrieval.adaptive``). 0 (the default) disables; ``from_config`` turns it on.
+        dense_shift: See ``coverage_below``. Defaults to 0.1.
+        idf: token -> IDF for the coverage (``KeywordIndex.idf``). Defaults to equal weights.
     """
 
     def __init__(self, retrievers: Mapping[str, BaseRetriever], *, mode: Literal["rrf", "weighted"] = "rrf",
@@ -266,6 +83,7 @@ class FusionRetriever(BaseRetriever):
                  normalization: Normalizer = "minmax",
                  relevance_normalization: Mapping[str, Normalizer] | None = None,
                  keyword_source: str | None = "bm25", short_query_tokens: int = 2,
+                 coverage_below: float = 0.0, dense_shift: float = DENSE_SHIFT, idf: Idf | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
         if not retrievers:
             raise ValueError("FusionRetriever needs at least one sub-retriever")
@@ -280,7 +98,7 @@ class FusionRetriever(BaseRetriever):
         self.retrievers = dict(retrievers)
         self.mode = mode
         self.weights = {name: float(weights.get(name, 1.0)) for name in retrievers}
-        _check_weights(len(self.weights), list(self.weights.values()))
+        check_weights(len(self.weights), list(self.weights.values()))
         self.rrf_k = rrf_k
         self.top_k = top_k
         self.normalization = normalization
@@ -290,44 +108,32 @@ class FusionRetriever(BaseRetriever):
         }
         self.keyword_source = keyword_source if keyword_source in retrievers else None
         self.short_query_tokens = short_query_tokens
-        self._local = threading.local()
+        self.coverage_below, self.dense_shift, self.idf = coverage_below, dense_shift, idf
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
     def from_config(cls, retrievers: Mapping[str, BaseRetriever], config: RetrievalConfig, *,
                     vector_source: str = "vector", keyword_source: str = "bm25",
                     **kwargs: Any) -> FusionRetriever:
-        """Build from ``RetrievalConfig`` (mode, rrf_k, candidate_k, weights, short_query_tokens).
+        """Build from ``RetrievalConfig`` (sources, mode, rrf_k, candidate_k, weights, short_query_tokens).
 
-        With ``config.hybrid`` False only ``vector_source`` is kept.
+        ``config.sources`` "vector" keeps only ``vector_source``, "keyword" only ``keyword_source``.
         """
-        if not config.hybrid and vector_source in retrievers:
-            retrievers = {vector_source: retrievers[vector_source]}
+        keep = {"vector": vector_source, "keyword": keyword_source}.get(config.sources)
+        if keep is not None and keep in retrievers:
+            retrievers = {keep: retrievers[keep]}
         weights = {vector_source: config.vector_weight, keyword_source: config.keyword_weight}
+        # query-adaptive weights are on for the weighted mode; the IDF comes from the keyword index
+        keywords = getattr(retrievers.get(keyword_source), "keywords", None)
+        kwargs.setdefault("coverage_below", COVERAGE_BELOW)
+        kwargs.setdefault("idf", getattr(keywords, "idf", None))
         return cls(retrievers, mode=config.fusion, rrf_k=config.rrf_k, top_k=config.candidate_k,
                    weights={k: v for k, v in weights.items() if k in retrievers},
                    keyword_source=keyword_source, short_query_tokens=config.short_query_tokens, **kwargs)
 
-    @property
-    def last_trace(self) -> QueryTrace | None:
-        """The trace of this thread's latest ``retrieve`` call."""
-        return getattr(self._local, "last", None)
-
-    def retrieve_with_trace(self, query: QueryType, trace: QueryTrace | None = None,
-                            ) -> tuple[list[NodeWithScore], QueryTrace]:
-        """``retrieve(query)``, appending stages to ``trace`` (a new one if None); returns both."""
-        bundle = QueryBundle(query) if isinstance(query, str) else query
-        trace = trace if trace is not None else QueryTrace(query=bundle.query_str)
-        self._local.pending = trace
-        try:
-            nodes = self.retrieve(bundle)
-        finally:
-            self._local.pending = None
-        return nodes, trace
-
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        trace = getattr(self._local, "pending", None) or QueryTrace(query=query_bundle.query_str)
-        self._local.last = trace
+        query_bundle = as_search_query(query_bundle)
+        trace = query_bundle.trace
         query = query_bundle.query_str.strip()
         if not query:
             trace.add("fusion", [], fallback_reason="empty query: nothing retrieved")
@@ -355,11 +161,11 @@ class FusionRetriever(BaseRetriever):
         with trace.stage("fusion") as stage:
             for reason in reasons:
                 stage.fallback(reason)
-            fused = self._fuse(results, stage)
+            fused = self._fuse(results, stage, expanded(self.top_k, query_bundle.expansion, doubling=True), query)
             stage.set_candidates(fused)
         return fused
 
-    def _run(self, names: Sequence[str], query_bundle: QueryBundle, trace: QueryTrace,
+    def _run(self, names: Sequence[str], query_bundle: SearchQuery, trace: QueryTrace,
              ) -> tuple[dict[str, list[NodeWithScore]], dict[str, str]]:
         results: dict[str, list[NodeWithScore]] = {}
         failures: dict[str, str] = {}
@@ -377,24 +183,32 @@ class FusionRetriever(BaseRetriever):
                     if len(kept) < len(hits):
                         stage.note(f"dropped {len(hits) - len(kept)} hits with score <= 0")
                     hits = kept
-                for note in getattr(self.retrievers[name], "notes", ()):
-                    stage.fallback(note)
                 stage.set_candidates(hits)
                 results[name] = hits
         return results, failures
 
-    def _fuse(self, results: Mapping[str, list[NodeWithScore]], stage: StageTrace) -> list[NodeWithScore]:
+    def _fuse(self, results: Mapping[str, list[NodeWithScore]], stage: StageTrace, top_k: int,
+              query: str = "") -> list[NodeWithScore]:
         names = list(results)
-        weights = [self.weights[n] for n in names]
+        source_weights = self.weights
+        keyword_hits = results.get(self.keyword_source or "", [])
+        if self.mode == "weighted" and self.coverage_below > 0 and keyword_hits and "vector" in results:
+            coverage = lexical_coverage(query, _keyword_text(keyword_hits[0]), self.idf)
+            source_weights, note = adapt_weights(self.weights, coverage, vector_source="vector",
+                                                 keyword_source=self.keyword_source, below=self.coverage_below,
+                                                 shift=self.dense_shift)
+            if note:
+                stage.note(note)
+        weights = [source_weights[n] for n in names]
         if sum(weights) <= 0:
             stage.note(f"all surviving sources have weight 0 ({names}); used equal weights")
             weights = [1.0] * len(names)
         lists = [results[n] for n in names]
         if self.mode == "rrf":
-            fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights=weights, top_n=self.top_k)
+            fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights=weights, top_n=top_k)
         else:
             fused = weighted_score_fusion(lists, weights=weights, normalization=self.normalization,
-                                          top_n=self.top_k)
+                                          top_n=top_k)
         stage.note(f"mode={self.mode} weights={dict(zip(names, weights))}"
                    + (f" k={self.rrf_k}" if self.mode == "rrf" else f" normalization={self.normalization}"))
 
@@ -408,3 +222,8 @@ class FusionRetriever(BaseRetriever):
                 ranks.setdefault(node_id, {}).setdefault(name, rank)
         return [annotate_node(item, relevance=relevance.get(item.node.node_id, 0.0),
                               retrieval_ranks=ranks.get(item.node.node_id, {})) for item in fused]
+
+
+def _keyword_text(hit: NodeWithScore) -> str:
+    """What BM25 matched in a hit: its heading path and text (``rag.index.keywords.keyword_text``)."""
+    return " ".join(p for p in (str(hit.node.metadata.get("heading_path") or ""), hit.node.get_content()) if p)

@@ -1,9 +1,14 @@
 """What each retrieval stage saw and did, in a form the UI and the eval scripts can show or dump.
 
 A ``QueryTrace`` is a list of ``StageTrace`` records, one per stage run (``rewrite``, ``hyde``,
-``vector``, ``bm25``, ``fusion``, ``threshold``, ``rerank``, ``mmr``, ``final``). Each record holds the
-candidates the stage produced, how long it took, and why it degraded if it did. ``to_dict()`` returns
-plain JSON-serializable data.
+``vector``, ``bm25``, ``fusion``, ``threshold``, ``rerank``, ``mmr``, ``reflection``, ``final``). Each record
+holds the candidates the stage produced, how long it took, and why it degraded if it did. ``details`` holds
+what the query transforms and reflection produced (variants, a HyDE passage, graded rounds).
+``to_dict()`` returns plain JSON-serializable data.
+
+The trace travels with the query itself (``rag.retrieval.query.SearchQuery.trace``), so every retriever
+and postprocessor of one request writes to that request's trace, whichever thread runs it; a component
+reports into the innermost stage that is open (``QueryTrace.current``).
 
 Example:
     trace = QueryTrace(query="what is BM25?")
@@ -26,7 +31,7 @@ from llama_index.core.schema import NodeWithScore
 
 logger = logging.getLogger(__name__)
 
-STAGE_NAMES = ("rewrite", "hyde", "vector", "bm25", "fusion", "threshold", "rerank", "mmr", "final")
+STAGE_NAMES = ("rewrite", "hyde", "vector", "bm25", "fusion", "threshold", "rerank", "mmr", "reflection", "final")
 
 
 @dataclass
@@ -122,6 +127,13 @@ class QueryTrace:
 
     query: str = ""
     stages: list[StageTrace] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    _open: list[StageTrace] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def current(self) -> StageTrace | None:
+        """The innermost stage that is still running, or None."""
+        return self._open[-1] if self._open else None
 
     def add(self, name: str, nodes: Sequence[NodeWithScore] | None = None, *, duration_ms: float = 0.0,
             fallback_reason: str = "", notes: Sequence[str] = ()) -> StageTrace:
@@ -141,6 +153,7 @@ class QueryTrace:
         """
         record = StageTrace(name=name)
         self.stages.append(record)
+        self._open.append(record)
         start = time.perf_counter()
         try:
             yield record
@@ -149,6 +162,7 @@ class QueryTrace:
             raise
         finally:
             record.duration_ms = (time.perf_counter() - start) * 1000.0
+            self._open.remove(record)
 
     def get(self, name: str) -> StageTrace | None:
         """The latest record of stage ``name``, or None."""
@@ -171,6 +185,7 @@ class QueryTrace:
             "query": self.query,
             "total_ms": round(self.total_ms, 3),
             "stages": [s.to_dict() for s in self.stages],
+            "details": dict(self.details),
         }
 
 

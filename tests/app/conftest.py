@@ -5,7 +5,7 @@ between tests)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 import streamlit as st
@@ -22,7 +22,7 @@ QUESTION = "What is the maximum daily dose of ibuprofen for adults?"
 ANSWER = "The maximum daily dose of ibuprofen for adults is 1200 milligrams [1]."
 
 
-GRADE = "accuracy: 9\ncompleteness: 8\nrelevance: 9\nsupport: 9\nreason: it cites the dose"
+GRADE = "relevance: 9\ncompleteness: 8\nspecificity: 9\nreason: the sources give the dose"
 
 
 class RoutedLLM(ScriptedLLM):
@@ -35,7 +35,7 @@ class RoutedLLM(ScriptedLLM):
         self.prompts.append(prompt)
         if "yes or no" in prompt[-300:].lower():
             return "yes"
-        if prompt.lstrip().lower().startswith("user: rate an answer"):
+        if prompt.lstrip().lower().startswith("user: rate how well"):
             return GRADE
         self.answered += 1
         return self.replies[min(self.answered, len(self.replies)) - 1]
@@ -70,8 +70,24 @@ def llm() -> RoutedLLM:
 @pytest.fixture
 def app_llm(app_data: Path, monkeypatch, llm: RoutedLLM) -> RoutedLLM:
     """``app_data`` plus ``llm`` as the app's answering model."""
-    monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config: LLMHandle(llm, "embedded", "scripted"))
+    monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config, **_: LLMHandle(llm, "embedded", "scripted"))
     return llm
+
+
+@pytest.fixture
+def exports(monkeypatch) -> dict[str, Any]:
+    """The download callables a page registers (built on click, so not during the run), by file name."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    registered: dict[str, Any] = {}
+    original = MediaFileManager.add_deferred
+
+    def spy(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        registered[file_name] = (data_callable, mimetype)
+        return original(self, data_callable, mimetype, coordinates, file_name, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", spy)
+    return registered
 
 
 def ingest(*paths: Path) -> dict[str, str]:

@@ -148,7 +148,9 @@ def test_the_llm_is_taken_from_the_shared_engine_when_asked_for(app: AppTest, ev
 
     def fake_engine(config):
         asked.append(config)
-        return type("Engine", (), {"pipeline": type("Pipeline", (), {"llm": llm, "reranker": None})()})()
+        from rag.answer.llm_runner import LLMRunner
+
+        return type("Engine", (), {"llm": LLMRunner(llm)})()
 
     monkeypatch.setattr(ui.resources, "get_engine", fake_engine, raising=False)
     monkeypatch.setenv("RAG_QUERY__REWRITE", "true")

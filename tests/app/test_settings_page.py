@@ -10,7 +10,7 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from rag.config import RagConfig
+from rag.config import RagConfig, RetrievalConfig
 from tests import fixtures
 from tests.app.conftest import open_app
 from ui.settings_form import WIDGET_PREFIX, tunable_fields
@@ -60,9 +60,9 @@ def test_every_tunable_field_has_one_widget_in_the_form(app: AppTest) -> None:
     for label in ("Top-k", "Candidate-k", "Similarity threshold", "MMR lambda", "Vector weight", "Keyword weight",
                   "Rerank top-n", "Reflection min score", "Reflection rounds", "Temperature"):
         _widget(app, "slider", label)
-    for label in ("Hybrid search (vector + keyword)", "MMR", "Rerank", "Query rewrite", "HyDE", "Reflection"):
+    for label in ("MMR", "Rerank", "Query rewrite", "HyDE", "Reflection"):
         _widget(app, "toggle", label)
-    for label in ("Fusion mode", "Reflection strategy", "Chunking strategy", "LLM backend", "Embedded model"):
+    for label in ("Retrievers", "Fusion mode", "Reflection strategy", "Chunking strategy", "LLM backend", "Embedded model"):
         _widget(app, "selectbox", label)
     assert _widget(app, "selectbox", "Embedded model").options == ["qwen2.5-1.5b-instruct", "qwen2.5-0.5b-instruct"]
     assert _widget(app, "slider", "Top-k").value == 5
@@ -96,7 +96,7 @@ def test_invalid_combination_is_refused_with_the_field_named(app: AppTest, data_
     _click(app, "Apply settings")
 
     assert any("retrieval.candidate_k" in e.value and "top_k" in e.value for e in app.error)
-    assert _applied(app).retrieval.candidate_k == 30
+    assert _applied(app).retrieval.candidate_k == RetrievalConfig().candidate_k
     assert not (data_dir / "presets" / ".current.yaml").exists()
 
 
@@ -113,14 +113,14 @@ def test_presets_save_load_delete_and_builtins_are_read_only(app: AppTest, data_
     _widget(app, "selectbox", "Preset").set_value("Vector only").run()
     assert _widget(app, "button", "Delete preset").disabled
     _click(app, "Load preset")
-    assert _widget(app, "toggle", "Hybrid search (vector + keyword)").value is False
+    assert _widget(app, "selectbox", "Retrievers").value == "vector"
     assert _widget(app, "slider", "Top-k").value == 5  # built-ins apply over the defaults
-    assert _applied(app).retrieval.hybrid is False
+    assert _applied(app).retrieval.sources == "vector"
 
     _widget(app, "selectbox", "Preset").set_value("my tune")
     _click(app, "Load preset")
     assert _widget(app, "slider", "Top-k").value == 12
-    assert _widget(app, "toggle", "Hybrid search (vector + keyword)").value is True
+    assert _widget(app, "selectbox", "Retrievers").value == "hybrid"
 
     _widget(app, "text_input", "Preset name").set_value("Default")
     _click(app, "Save preset")
@@ -213,8 +213,15 @@ def test_connection_check_reports_a_live_and_a_dead_server(app: AppTest) -> None
 
 
 def test_api_key_itself_is_never_written(app: AppTest, data_dir: Path, monkeypatch) -> None:
-    monkeypatch.setenv("MY_LLM_KEY", "sk-secret-value")
-    _widget(app, "text_input", "API key environment variable").set_value("MY_LLM_KEY")
+    # changed on purpose: the variable must end in _API_KEY (was MY_LLM_KEY), and the remembered settings no
+    # longer hold the variable's name either (they never carry the LLM endpoint); a saved preset does
+    monkeypatch.setenv("MY_LLM_API_KEY", "sk-secret-value")
+    _widget(app, "text_input", "API key environment variable").set_value("MY_LLM_API_KEY")
     _click(app, "Apply settings")
+    assert _applied(app).llm.api_key_env == "MY_LLM_API_KEY"
     text = (data_dir / "presets" / ".current.yaml").read_text()
-    assert "MY_LLM_KEY" in text and "sk-secret-value" not in text
+    assert "MY_LLM_API_KEY" not in text and "sk-secret-value" not in text
+    _widget(app, "text_input", "Preset name").set_value("with key")
+    _click(app, "Save preset")
+    text = (data_dir / "presets" / "with key.yaml").read_text()
+    assert "MY_LLM_API_KEY" in text and "sk-secret-value" not in text

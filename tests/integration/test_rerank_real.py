@@ -13,9 +13,9 @@ import pytest
 
 from rag.config import RagConfig
 from rag.models.embedders import build_cross_encoder
-from rag.retrieval.pipeline import RetrievalPipeline
 from rag.index.store import DocumentStore
-from tests.rag.test_pipeline import _load
+from rag.runtime import build_engine
+from tests.rag.retrieval.test_engine_retrieval import _load
 
 pytestmark = pytest.mark.integration
 
@@ -30,14 +30,14 @@ def tiny_cross_encoder_path(tmp_path_factory) -> Path:
     return folder
 
 
-def test_pipeline_reranks_with_a_local_cross_encoder(store: DocumentStore, config: RagConfig,
+def test_the_engine_reranks_with_a_local_cross_encoder(store: DocumentStore, config: RagConfig,
                                                      tiny_cross_encoder_path: Path) -> None:
     _load(store)
     scorer = build_cross_encoder(str(tiny_cross_encoder_path))
     rerank = config.with_overrides({"rerank.enabled": "true", "rerank.model_path": str(tiny_cross_encoder_path),
                                     "rerank.top_n": "3", "retrieval.top_k": "3"})
     query = "ibuprofen dose for adults"
-    result = RetrievalPipeline(store, reranker=scorer).retrieve(query, rerank)
+    result = build_engine(rerank, store=store, reranker=scorer, with_llm=False).search(query)
 
     stage = result.trace.get("rerank")
     assert stage is not None and not stage.fallback_reason

@@ -1,0 +1,109 @@
+"""Settings of how passages are found: retrieval and fusion, rerank, MMR, query enhancement, reflection."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from rag.config.indexing import PATH_MAX
+from rag.config.schema import Section, config_section, require
+
+FusionMode = Literal["rrf", "weighted"]
+RetrievalSources = Literal["hybrid", "vector", "keyword"]
+ReflectionStrategy = Literal["expand", "rewrite", "both"]
+
+MAX_CANDIDATES = 500  # the ceiling of candidate_k and rerank.candidates; reflection's expansion stops here
+
+
+@config_section("retrieval")
+class RetrievalConfig(Section):
+    # every default below was chosen on tuning splits only (SciFact train, the tune halves of SQuAD and
+    # CMRC2018) by rag.lab.choose_defaults' rule: never below the better single retriever on any set, then
+    # the best mean, ties (within 0.002) to fewer candidates; docs/retrieval-protocol.md has the figures
+    top_k: int = Field(5, ge=1, le=100, description="Passages handed to the answer.")
+    candidate_k: int = Field(20, ge=1, le=MAX_CANDIDATES,
+                             description="Candidates each retriever returns before fusion; must be >= top_k.")
+    similarity_threshold: float = Field(0.0, ge=0.0, le=1.0,
+                                        description="Drop passages whose relevance is below this (0 keeps all).")
+    sources: RetrievalSources = Field("hybrid", description="Which retrievers run: hybrid (vector and keyword "
+                                                            "search, fused), vector alone, or keyword (BM25) alone.")
+    # min-max weighted fusion beat RRF (k 10 or 60) at every weight, on every set
+    fusion: FusionMode = Field("weighted", description="weighted: min-max normalised scores, weighted; rrf: "
+                                                       "reciprocal rank fusion.")
+    rrf_k: int = Field(60, ge=1, le=1000, description="RRF fusion only: each list adds 1/(k + rank).")
+    # per query, 0.1 more goes to the dense side when the top keyword hit holds under half of the question's
+    # IDF-weighted terms (rag.retrieval.adaptive; chosen by the same rule)
+    vector_weight: float = Field(0.4, ge=0.0, le=1.0, description="Weighted fusion only: weight of vector scores.")
+    keyword_weight: float = Field(0.6, ge=0.0, le=1.0,
+                                  description="Weighted fusion only: weight of keyword (BM25) scores.")
+    phrase_weight: float = Field(0.5, ge=0.0, le=2.0,
+                                 description="BM25 over adjacent word pairs, added to plain BM25 (0 turns it off).")
+    short_query_tokens: int = Field(2, ge=0, le=20,
+                                    description="Queries of at most this many tokens search by keywords only "
+                                                "(0 never).")
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> RetrievalConfig:
+        require(self.candidate_k >= self.top_k, "retrieval.candidate_k", "must be >= top_k")
+        require(self.vector_weight + self.keyword_weight > 0, "retrieval.vector_weight",
+                "vector_weight + keyword_weight must be > 0")
+        return self
+
+
+@config_section("rerank")
+class RerankConfig(Section):
+    """Cross-encoder reranking of the first ``candidates`` fused hits.
+
+    ``blend`` weighs the reranker against the retrieval score (both min-max normalised over the
+    candidates; 1.0 = reranker alone). ``languages`` lists the query languages the model reads
+    (comma-separated, or ``all``): an English-only model scores Chinese text as unknown tokens, so
+    such queries skip the stage, recorded in the trace.
+    """
+
+    # no cross-encoder ships in any PyPI package; see README
+    enabled: bool = Field(False, description="Rerank the fused candidates with a local cross-encoder "
+                                             "(none is bundled).")
+    model_path: str = Field("", max_length=PATH_MAX,
+                            description="A sentence-transformers cross-encoder folder on disk; required when "
+                                        "rerank is enabled.")
+    top_n: int = Field(5, ge=1, le=100, description="Passages kept after reranking.")
+    candidates: int = Field(20, ge=1, le=MAX_CANDIDATES, description="Passages scored; must be >= top_n.")
+    blend: float = Field(1.0, ge=0.0, le=1.0, description="1 = the cross-encoder's score alone; lower mixes in the "
+                                                          "retrieval score.")
+    languages: str = Field("all", max_length=100,
+                           description="Query languages the cross-encoder reads: all, en, or en,zh; other "
+                                       "queries skip rerank.")
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> RerankConfig:
+        require(self.candidates >= self.top_n, "rerank.candidates", "must be >= top_n")
+        require(bool(self.languages.strip()), "rerank.languages", "must be 'all' or a list such as 'en' or 'en,zh'")
+        require(not self.enabled or bool(self.model_path), "rerank.model_path",
+                "is required when rerank is enabled (a local cross-encoder folder)")
+        return self
+
+
+@config_section("mmr")
+class MMRConfig(Section):
+    enabled: bool = Field(False, description="Maximal marginal relevance: prefer passages unlike those already "
+                                             "chosen.")
+    lambda_mult: float = Field(0.7, ge=0.0, le=1.0, description="MMR only: 1 = relevance only, 0 = diversity only.")
+
+
+@config_section("query")
+class QueryConfig(Section):
+    rewrite: bool = Field(False, description="The LLM writes search variants of the question.")
+    variants: int = Field(3, ge=1, le=8, description="Search variants the LLM writes when rewrite is on.")
+    hyde: bool = Field(False, description="HyDE: also search with an LLM-written hypothetical answer.")
+    timeout_s: float = Field(20.0, ge=0.1, le=600.0,
+                             description="Seconds to wait for rewrite or HyDE before searching without them.")
+
+
+@config_section("reflection")
+class ReflectionConfig(Section):
+    enabled: bool = Field(False, description="The LLM grades the sources and retrieves again when they fall short.")
+    min_score: int = Field(7, ge=1, le=10, description="Grade (1-10) the sources must reach.")
+    max_rounds: int = Field(3, ge=1, le=10, description="Grading rounds at most, the first retrieval included.")
+    strategy: ReflectionStrategy = Field("both", description="After a low grade: expand (more passages), rewrite "
+                                                             "(a new query) or both.")

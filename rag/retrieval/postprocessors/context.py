@@ -1,0 +1,122 @@
+"""Context fitting: the passages the answer is written from, at most ``top_k`` and within the budget.
+
+This is the one place the context budget is applied: the engine numbers exactly the passages this
+stage keeps, and counts with the answering model's own tokenizer when it has one.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, ClassVar
+
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+
+from rag.retrieval.nodes import annotate_node, node_text
+from rag.retrieval.postprocessors.base import TracedPostprocessor
+from rag.retrieval.query import as_search_query, expanded, report
+from rag.text.language import count_tokens
+
+logger = logging.getLogger(__name__)
+
+TokenCounter = Callable[[str], int]
+
+
+class ContextBudgetPostprocessor(TracedPostprocessor):
+    """Keep the first ``top_k`` nodes while their text fits in ``max_tokens``; stop at the first that does not.
+
+    The text counted is what the LLM sees (``MetadataMode.LLM``). If not even the first node fits, it is
+    truncated to the budget (at a word boundary when possible, ``metadata["truncated"]`` True) and
+    returned alone, so the result is never empty when given nodes with text. Reflection's widening
+    (``SearchQuery.expansion``) grows ``top_k`` linearly and the budget by half per round.
+
+    Args:
+        top_k: Passages at most. Defaults to 5.
+        max_tokens: The context budget. Defaults to 900.
+        count_tokens: ``str -> int``. Defaults to ``rag.text.language.count_tokens`` (words, plus one per
+            CJK character), the unit ``chunking.chunk_size`` uses; pass the answering model's own counter.
+    """
+
+    stage_name: ClassVar[str] = "final"
+    top_k: int = Field(default=5, ge=1)
+    max_tokens: int = Field(default=900, ge=1)
+    _count_tokens: TokenCounter = PrivateAttr()
+
+    def __init__(self, top_k: int = 5, max_tokens: int = 900, count_tokens: TokenCounter | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(top_k=top_k, max_tokens=max_tokens, **kwargs)
+        self._count_tokens = count_tokens or count_tokens_default
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ContextBudgetPostprocessor"
+
+    def budget(self, expansion: int = 0) -> int:
+        """The budget in tokens for reflection's widening ``expansion`` (0 normally)."""
+        return int(self.max_tokens * (1 + 0.5 * expansion))
+
+    def fit(self, nodes: list[NodeWithScore], expansion: int = 0) -> list[NodeWithScore]:
+        """The passages the answer would be written from, without recording anything."""
+        top = nodes[: expanded(self.top_k, expansion)]
+        kept = fit_to_budget(top, self.budget(expansion), self._count_tokens)
+        if top and not kept:
+            truncated = truncate_node(top[0], self.budget(expansion), self._count_tokens)
+            kept = [truncated] if truncated is not None else []
+        return kept
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore],
+                           query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        expansion = as_search_query(query_bundle).expansion if query_bundle is not None else 0
+        budget, top = self.budget(expansion), nodes[: expanded(self.top_k, expansion)]
+        kept = self.fit(nodes, expansion)
+        if top and not kept:
+            report(query_bundle, fallback=f"the first passage cannot be cut to fit {budget} tokens")
+        elif kept and kept[0].node.metadata.get("truncated"):
+            report(query_bundle, fallback=f"the first passage exceeds the {budget}-token budget; truncated it")
+        if top:  # whether top_k or the context budget decided how many passages the LLM sees
+            report(query_bundle, note=f"{len(kept)} of the top {len(top)} fit the {budget}-token context budget")
+        return kept
+
+
+def fit_to_budget(nodes: list[NodeWithScore], max_tokens: int, count: TokenCounter) -> list[NodeWithScore]:
+    """The longest prefix of ``nodes`` whose LLM-visible text fits ``max_tokens``."""
+    kept: list[NodeWithScore] = []
+    used = 0
+    for item in nodes:
+        cost = count(node_text(item, MetadataMode.LLM))
+        if used + cost > max_tokens:
+            break
+        kept.append(item)
+        used += cost
+    return kept
+
+
+def truncate_node(item: NodeWithScore, max_tokens: int, count: TokenCounter) -> NodeWithScore | None:
+    """A copy of ``item`` cut to the longest prefix that fits (not mid-word), or None if nothing fits."""
+    text = item.node.get_content(metadata_mode=MetadataMode.NONE)
+    overhead = max(0, count(node_text(item, MetadataMode.LLM)) - count(text))
+    budget = max_tokens - overhead
+    low, high = 0, len(text)  # largest prefix length whose count fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count(text[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    prefix = text[:low]
+    if low < len(text) and prefix and _latin(text[low]) and _latin(prefix[-1]) and " " in prefix:
+        prefix = prefix[: prefix.rfind(" ")]
+    prefix = prefix.rstrip()
+    if not prefix:
+        return None
+    copy = annotate_node(item, truncated=True)
+    copy.node = copy.node.model_copy(update={"text": prefix})
+    return copy
+
+
+def _latin(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def count_tokens_default(text: str) -> int:
+    return count_tokens(text)
