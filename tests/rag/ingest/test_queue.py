@@ -23,7 +23,7 @@ def gate(monkeypatch) -> threading.Event:
     release = threading.Event()
 
     class Held:
-        def __init__(self, store, config) -> None:
+        def __init__(self, store, config, **_) -> None:
             pass
 
         def ingest_bytes(self, data: bytes, file_name: str, progress=None) -> IngestResult:
