@@ -17,12 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from rag.config import RagConfig
+from rag.evaluation.datasets import DEFAULT_DATA_ROOT
 from rag.models.embedding_router import model_id_of
 from rag.ingest.ingestor import Ingestor
 from rag.runtime import build_router, build_store
 
 logger = logging.getLogger(__name__)
-DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 STAGES = ("parse", "chunk", "embed", "store")
 
 
