@@ -84,3 +84,25 @@ def test_limits_are_validated_and_not_part_of_presets() -> None:
     options = ParseOptions.from_config(RagConfig().with_overrides({"storage.max_ocr_pages": "7",
                                                                    "chunking.chunk_size": "100"}))
     assert (options.max_ocr_pages, options.table_max_tokens, options.max_pages) == (7, 100, 2000)
+
+
+def test_an_uploaded_preset_cannot_lift_a_limit_but_sets_how_pages_are_read() -> None:
+    from rag.presets import PresetError, preset_from_text
+
+    base = RagConfig()
+    with pytest.raises(PresetError, match="sections not allowed in a preset: storage"):
+        preset_from_text(b"storage:\n  max_pages: 100000\n  max_ocr_pages: 100000\n", base, origin="evil.yaml")
+    applied = preset_from_text(b"ingest:\n  ocr: false\n  table_chunk_tokens: 64\n", base, origin="mine.yaml").config
+    assert (applied.ingest.ocr, applied.ingest.table_chunk_tokens) == (False, 64)
+    assert applied.storage == base.storage
+
+
+def test_table_chunk_tokens_sizes_table_parts_and_never_exceeds_the_chunk_size() -> None:
+    def table_max(**overrides: str) -> int:
+        return ParseOptions.from_config(RagConfig().with_overrides(overrides)).table_max_tokens
+
+    assert table_max(**{"chunking.chunk_size": "200"}) == 200  # 0: the chunk size
+    assert table_max(**{"chunking.chunk_size": "200", "ingest.table_chunk_tokens": "64"}) == 64
+    assert table_max(**{"chunking.chunk_size": "100", "ingest.table_chunk_tokens": "400"}) == 100
+    with pytest.raises(ConfigError, match="ingest.table_chunk_tokens"):
+        RagConfig().with_overrides({"ingest.table_chunk_tokens": "10"})
