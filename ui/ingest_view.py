@@ -25,6 +25,8 @@ def show_progress(view: ProgressView, *, searchable: bool = False) -> None:
 
 def status_of(record: DocumentRecord, partial: KeywordOnly | None) -> str:
     """The library table's status: completed, keyword-searchable while embedding, failed, ..."""
+    if record.status == "preliminary":
+        return "keyword-searchable (text layer), reading tables and scans"
     if record.status != "embedding":
         return record.status
     if partial is not None and partial.error:
@@ -36,7 +38,7 @@ def vectors_of(record: DocumentRecord, partial: KeywordOnly | None) -> str:
     """"120/613": chunks with a stored vector of all the document's chunks."""
     if record.status == "completed":
         return f"{record.chunks}/{record.chunks}"
-    if record.status == "embedding":
+    if record.status in ("embedding", "preliminary"):
         return f"{partial.embedded if partial else 0}/{record.chunks}"
     return "–"
 
@@ -48,8 +50,9 @@ def library_rows(records: Sequence[DocumentRecord], partial: dict[str, KeywordOn
         state = partial.get(r.doc_id)
         error = f"embedding stopped: {state.error}" if state is not None and state.error else (r.error or "")
         rows.append({"name": plain(r.file_name), "pages": r.pages, "chunks": r.chunks,
-                     "vectors": vectors_of(r, state), "language": r.language or "–",
-                     "status": status_of(r, state), "error": plain(error), "id": r.doc_id})
+                     "vectors": vectors_of(r, state), "tables": r.tables, "OCR'd pages": r.ocr_pages,
+                     "language": r.language or "–", "status": status_of(r, state), "error": plain(error),
+                     "id": r.doc_id})
     return rows
 
 

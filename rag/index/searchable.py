@@ -2,14 +2,17 @@
 in the background.
 
     publish_keywords   BM25 entries + page data + registry ``embedding`` + ledger 0/N   (one write step)
-    add_vectors        one batch of vectors + ledger n/N, only while the row is still ``embedding``
-    finish_embedding   registry ``completed``, only when Chroma holds a vector for every chunk
+    claim_embedding    this process's ``embed`` claim on the row (unless another live process holds one)
+    add_vectors        one batch of vectors + ledger n/N, only while the row is ``embedding`` and ours
+    finish_embedding   registry ``completed`` and the claim released, only when Chroma holds a vector for
+                       every chunk
 
 Each step holds the library's write lock, so a delete (or a re-index) either happens before a step —
-which then sees the row gone or changed and stores nothing — or after it. A crash between steps leaves
-an ``embedding`` row whose keywords are complete and whose vectors are a subset; ``missing_chunks``
-reads what Chroma actually holds, so resuming embeds exactly the rest, and ``completed`` is never
-written while a vector is missing.
+which then sees the row gone, changed or claimed by the re-index and stores nothing — or after it. A
+crash between steps leaves an ``embedding`` row whose keywords are complete and whose vectors are a
+subset, claimed by a process that is gone (recovery releases such claims); ``missing_chunks`` reads
+what Chroma actually holds, so resuming embeds exactly the rest, and ``completed`` is never written
+while a vector is missing.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from rag.documents import Chunk, Page
+from rag.index.ownership import current
 from rag.models.embedding_router import model_id_of
 
 # the store's own methods call these, so they take it untyped (``rag.index.store.DocumentStore``)
@@ -27,6 +31,8 @@ DocumentStore = Any
 logger = logging.getLogger(__name__)
 
 EMBEDDING = "embedding"
+PRELIMINARY = "preliminary"  # keywords from the text layer while tables and scans are read (quick_pass)
+EMBED = "embed"  # the claim's operation while a process stores a document's vectors
 
 
 @dataclass(frozen=True)
@@ -61,21 +67,22 @@ class MissingVectors:
 
 
 def publish_keywords(store: DocumentStore, doc_id: str, chunks: Sequence[Chunk], page_data: Sequence[Page],
-                     **fields: Any) -> None:
-    """Make a parsed, chunked document keyword-searchable and mark it ``embedding`` (0 of N vectors).
+                     *, status: str = EMBEDDING, **fields: Any) -> None:
+    """Make a parsed, chunked document keyword-searchable and mark it ``status`` (0 of N vectors).
 
     Args:
         store: The document store.
         doc_id: The document.
         chunks: All its chunks.
         page_data: Its pages (text and word boxes, for highlights).
+        status: ``embedding`` (final chunks: vectors next) or ``preliminary``. Defaults to ``embedding``.
         **fields: Registry fields learned at ingest (pages, language, ...).
     """
     with store.writing(f"indexing keywords of {doc_id}"):
         store.write_keywords({doc_id: list(chunks)})
         store.write_pages(doc_id, list(page_data))
         store.ledger.set(doc_id, 0, len(chunks))
-        store.registry.update(doc_id, status=EMBEDDING, chunks=len(chunks), error="", **fields)
+        store.registry.update(doc_id, status=status, chunks=len(chunks), error="", **fields)
 
 
 def missing_chunks(store: DocumentStore, doc_id: str) -> MissingVectors:
@@ -94,13 +101,28 @@ def missing_chunks(store: DocumentStore, doc_id: str) -> MissingVectors:
     return MissingVectors(by_model, len(chunks))
 
 
+def claim_embedding(store: DocumentStore, doc_id: str) -> str:
+    """Take ``doc_id``'s vectors on for this process: ``"ok"``, ``"gone"`` (not ``embedding`` any more) or
+    ``"busy"`` (another running process embeds it, or an ingest, re-index or delete is at work on it)."""
+    with store.writing(f"claiming {doc_id} for embedding"):
+        record = store.registry.get(doc_id)
+        if record is None or record.status != EMBEDDING:
+            return "gone"
+        claim = store.registry.live_claim(doc_id)
+        if claim is not None and not _ours(claim):
+            return "busy"
+        store.registry.claim(doc_id, current(), EMBED)
+        return "ok"
+
+
 def add_vectors(store: DocumentStore, doc_id: str, model_id: str, chunks: Sequence[Chunk], vectors: Any,
                 *, embedded: int) -> bool:
     """Store one batch of ``doc_id``'s vectors and count ``embedded`` chunks done; False (nothing stored)
     when the document was deleted, re-indexed or finished meanwhile."""
     with store.writing(f"embedding {doc_id}"):
         record = store.registry.get(doc_id)
-        if record is None or record.status != EMBEDDING or not _same_chunks(store, doc_id, chunks):
+        if (record is None or record.status != EMBEDDING or not _ours(store.registry.claim_of(doc_id))
+                or not _same_chunks(store, doc_id, chunks)):
             return False
         store.write_vectors({model_id: (list(chunks), vectors)})
         store.ledger.set(doc_id, embedded, record.chunks)
@@ -111,7 +133,7 @@ def finish_embedding(store: DocumentStore, doc_id: str) -> bool:
     """Mark ``doc_id`` ``completed`` if Chroma holds every chunk's vector; False (unchanged) otherwise."""
     with store.writing(f"completing {doc_id}"):
         record = store.registry.get(doc_id)
-        if record is None or record.status != EMBEDDING:
+        if record is None or record.status != EMBEDDING or not _ours(store.registry.claim_of(doc_id)):
             return False
         left = missing_chunks(store, doc_id)
         if left.missing:
@@ -121,21 +143,29 @@ def finish_embedding(store: DocumentStore, doc_id: str) -> bool:
             return False
         store.registry.update(doc_id, status="completed", error="")
         store.ledger.delete(doc_id)
+        store.registry.release(doc_id)
         return True
 
 
-def stop_embedding(store: DocumentStore, doc_id: str, error: str) -> None:
-    """Record why ``doc_id``'s embedding stopped; it stays keyword-searchable and can be resumed."""
-    with store.writing(f"noting embedding failure of {doc_id}"):
-        state = store.ledger.get(doc_id)
+def stop_embedding(store: DocumentStore, doc_id: str, error: str = "") -> None:
+    """Let go of ``doc_id``'s vectors, recording why (``error``) if they stopped on one; it stays
+    keyword-searchable and can be resumed by any process."""
+    with store.writing(f"stopping the embedding of {doc_id}"):
         record = store.registry.get(doc_id)
-        if record is not None and record.status == EMBEDDING:
+        if record is None or record.status != EMBEDDING:
+            return
+        claim = store.registry.claim_of(doc_id)
+        if claim is not None and not (_ours(claim) or not claim.alive()):
+            return  # a re-index or delete took over meanwhile
+        if error:
+            state = store.ledger.get(doc_id)
             store.ledger.set(doc_id, state.embedded if state else 0, record.chunks, error=error)
+        store.registry.release(doc_id)
 
 
 def keyword_only(store: DocumentStore, doc_ids: Sequence[str] | None = None) -> list[KeywordOnly]:
     """Documents (of ``doc_ids``, or all) that retrieval finds by keywords while vectors are missing."""
-    waiting = store.registry.ids_with_status(EMBEDDING)
+    waiting = store.registry.ids_with_status(EMBEDDING) | store.registry.ids_with_status(PRELIMINARY)
     if doc_ids is not None:
         waiting &= set(doc_ids)
     if not waiting:
@@ -150,6 +180,17 @@ def keyword_only(store: DocumentStore, doc_ids: Sequence[str] | None = None) -> 
         found.append(KeywordOnly(doc_id, record.file_name, state.embedded if state else 0, record.chunks,
                                  state.error if state else ""))
     return found
+
+
+def holds_embedding(store: DocumentStore, doc_id: str) -> bool:
+    """Whether ``doc_id`` is ``embedding`` under this process's ``embed`` claim."""
+    record = store.registry.get(doc_id)
+    return record is not None and record.status == EMBEDDING and _ours(store.registry.claim_of(doc_id))
+
+
+def _ours(claim: Any) -> bool:
+    """The claim is this process's ``embed`` claim."""
+    return claim is not None and claim.operation == EMBED and claim.owner == current()
 
 
 def _same_chunks(store: DocumentStore, doc_id: str, chunks: Sequence[Chunk]) -> bool:

@@ -1,88 +1,54 @@
 """Ingestion: a file becomes a registry row, a stored copy, page data, BM25 entries and chunk vectors.
 
-Order: parse → chunk → keyword index + page data (the document is keyword-searchable from here, status
-``embedding``) → vectors, batch by batch (``rag.ingest.vector_fill``) → ``completed``. With a
-``BackgroundEmbedder`` the vectors follow on its thread and the ingest returns as soon as the document
-is searchable; without one they are stored before the ingest returns.
+Phases, so the library's write lock is held only while something is written (see ``rag.index.store``):
+*claim* (under the lock: dedup by sha256, registry row and claim, stored file), *compute* (no lock:
+parse, chunk; the row is ``processing`` and owned by this process, so no other process's recovery
+touches it), *commit* (under the lock: keywords and pages; the document is keyword-searchable from
+here, status ``embedding``) and *vectors*, batch by batch (``rag.ingest.vector_fill``), each batch a
+write step of its own, then ``completed``. With a ``BackgroundEmbedder`` the vectors follow on its
+thread and the ingest returns as soon as the document is searchable. A new document whose tables or
+scanned pages take long is first made searchable from its text layer (``rag.ingest.quick_pass``). A
+re-index computes while the document keeps its old index, and swaps the index in its commit; if it
+fails before that, the old index and the stored file are kept.
 
-Every failure before the keyword index ends in a specific message and, once a registry row exists, a
-``failed`` row; nothing stored for other documents is touched. A failure while embedding keeps the
-document keyword-searchable with the error recorded, to be resumed. Stage timings are recorded for
-the ingest benchmark; live progress goes to an ``IngestProgress``.
+Every failure before the commit ends in a specific message and a ``failed`` row; nothing stored for
+other documents is touched. A failure while embedding keeps the document keyword-searchable, with the
+error recorded, to be resumed. Stage timings go to the result; live progress to an ``IngestProgress``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import shutil
 import time
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import Counter
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from llama_index.core.llms import LLM
 
+from rag.ingest.background import BackgroundEmbedder
 from rag.ingest.chunking import chunk_document
 from rag.config import RagConfig
 from rag.ingest.metadata import generate_metadata
-from rag.documents import Chunk, DocumentRecord, ParsedDocument
-from rag.index.embed_cache import EmbeddingCache
-from rag.index.registry import SEARCHABLE
-from rag.index.searchable import publish_keywords
-from rag.models.embedding_router import model_id_of
-from rag.ingest.background import BackgroundEmbedder
-from rag.ingest.parse import SUPPORTED_EXTENSIONS, ParseError, parse_file
+from rag.ingest.options import ParseOptions
 from rag.ingest.progress import IngestProgress, tracking
+from rag.ingest.quick_pass import publish_text_layer
 from rag.ingest.vector_fill import BATCH, fill_vectors
-from rag.index.store import DocumentStore
+from rag.documents import Chunk, DocumentRecord, ParsedDocument, page_ranges
+from rag.ingest.parse import ParseError, parse_file
+from rag.ingest.results import IngestError, IngestResult, validate_file_name
+from rag.index.failpoints import reached
+from rag.index.ownership import current
+from rag.index.registry import SEARCHABLE
+from rag.index.searchable import EMBEDDING, publish_keywords
+from rag.index.store import DocumentStore, LibraryBusyError
 from rag.models.priority import PROCESS_PRIORITY, Priority
 
 logger = logging.getLogger(__name__)
 
-Report = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message), for bulk embedding
-_EMBED_PROGRESS_BATCH = 64
-
-
-class IngestError(ValueError):
-    """A file was refused before anything was stored."""
-
-
-@dataclass
-class IngestResult:
-    file_name: str
-    status: str  # completed, searchable (vectors follow in the background, or stopped: see error), failed, duplicate
-    doc_id: str = ""
-    error: str = ""
-    pages: int = 0
-    chunks: int = 0
-    language: str = ""
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
-
-    @property
-    def ok(self) -> bool:
-        """Stored and searchable (every vector stored, or still being stored in the background)."""
-        return self.status == "completed" or (self.status == "searchable" and not self.error)
-
-
-def validate_file_name(name: str) -> str:
-    """Reject names that could escape the storage folder or carry markup into the UI."""
-    if not name or not name.strip():
-        raise IngestError("the file has no name")
-    if "/" in name or "\\" in name or "\x00" in name:
-        raise IngestError(f"file name “{name}” contains a path separator; upload the file itself, not a path")
-    if name in (".", "..") or ".." in name:
-        raise IngestError(f"file name “{name}” contains '..'; rename the file")
-    if re.search(r"[<>]", name):
-        raise IngestError(f"file name “{name}” contains HTML characters (< or >); rename the file")
-    if len(name) > 255:
-        raise IngestError("file name is longer than 255 characters; rename the file")
-    if not name.lower().endswith(SUPPORTED_EXTENSIONS):
-        raise IngestError(f"{name}: unsupported file type; supported: {', '.join(SUPPORTED_EXTENSIONS)}")
-    return name.strip()
+__all__ = ["IngestError", "IngestResult", "Ingestor", "validate_file_name"]
 
 
 class Ingestor:
@@ -90,7 +56,7 @@ class Ingestor:
 
     Args:
         store: The document store.
-        config: Chunking, embedding, storage and metadata settings.
+        config: Chunking, embedding, ingest, storage and metadata settings.
         metadata_llm: Writes document metadata when ``metadata.enabled``. Defaults to none.
         background: Embeds vectors after the ingest returns. Defaults to none (embedded before it returns).
         priority: Embedding batches wait while a question is in flight. Defaults to the process's.
@@ -130,51 +96,86 @@ class Ingestor:
 
         sha256 = hashlib.sha256(data).hexdigest()
         doc_id = sha256[:16]
-        with self.store.write_lock:
-            existing = self.store.registry.by_sha256(sha256)
-            if existing and existing.status in SEARCHABLE:
-                return IngestResult(file_name, "duplicate", doc_id=existing.doc_id, pages=existing.pages,
-                                    chunks=existing.chunks, language=existing.language,
-                                    error=f"duplicate: this file is already stored as {existing.file_name!r} "
-                                          f"(id {existing.doc_id}); not stored again")
-            if existing:  # a failed or interrupted earlier attempt: start clean
-                self.store.purge_index_entries(existing.doc_id)
-            folder = self.store.document_dir(doc_id)
-            folder.mkdir(parents=True, exist_ok=True)
-            stored = folder / file_name
-            stored.write_bytes(data)
-            self.store.registry.upsert(DocumentRecord(
-                doc_id=doc_id, file_name=file_name, sha256=sha256, status="pending",
-                file_type=Path(file_name).suffix.lower().lstrip("."), stored_path=str(stored)))
-        return self._process(doc_id, stored, file_name, report)
+        try:
+            with self.store.writing(f"storing {file_name}"):
+                existing = self.store.registry.by_sha256(sha256)
+                if existing is not None:
+                    claim = self.store.busy(existing.doc_id)
+                    if existing.status == EMBEDDING and claim is None:  # stopped mid-embedding: go on
+                        resumed = IngestResult(file_name, "searchable", doc_id=existing.doc_id, pages=existing.pages,
+                                               chunks=existing.chunks, language=existing.language)
+                        return self._embed(existing.doc_id, resumed, report)
+                    if claim is not None or existing.status in SEARCHABLE:
+                        why = (f"this file is {claim.describe()} as {existing.file_name!r}" if claim else
+                               f"this file is already stored as {existing.file_name!r}")
+                        return IngestResult(file_name, "duplicate", doc_id=existing.doc_id, pages=existing.pages,
+                                            chunks=existing.chunks, language=existing.language,
+                                            error=f"duplicate: {why} (id {existing.doc_id}); not stored again")
+                    self.store.purge_index_entries(existing.doc_id)  # a failed earlier attempt: start clean
+                stored = self.store.claim_new(DocumentRecord(
+                    doc_id=doc_id, file_name=file_name, sha256=sha256, status="pending",
+                    file_type=Path(file_name).suffix.lower().lstrip(".")), data)
+        except LibraryBusyError as exc:
+            return IngestResult(file_name, "failed", error=f"not stored: {exc}", busy=True)
+        except Exception as exc:  # noqa: BLE001 - a full disk or a storage error: say so, store nothing
+            logger.exception("could not store %s", file_name)
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+            return IngestResult(file_name, "failed", error=f"could not store {file_name}: {detail}")
+        return self._process(doc_id, stored, file_name, report, reindex=None)
 
     def reindex(self, doc_id: str, *, progress: IngestProgress | None = None) -> IngestResult:
-        """Parse, chunk and embed a stored document again with the current config."""
-        with self.store.write_lock:
-            record = self.store.document(doc_id)
-            stored = Path(record.stored_path)
-            if not stored.exists():
-                error = f"the stored copy of {record.file_name} is missing; delete it and upload it again"
-                self.store.registry.update(doc_id, status="failed", error=error)
-                return IngestResult(record.file_name, "failed", doc_id=doc_id, error=error)
-            self.store.purge_index_entries(doc_id)
-            self.store.ledger.delete(doc_id)
-            self.store.registry.update(doc_id, status="processing", error="")
-        return self._process(doc_id, stored, record.file_name, progress or IngestProgress(record.file_name))
+        """Parse, chunk and embed a stored document again with the current config.
+
+        Raises:
+            KeyError: No such document.
+        """
+        try:
+            with self.store.writing(f"re-indexing {doc_id}"):
+                record = self.store.document(doc_id)
+                claim = self.store.busy(doc_id)
+                if claim is not None and claim.operation != "embed":  # a re-index supersedes embedding
+                    return IngestResult(record.file_name, "failed", doc_id=doc_id, busy=True,
+                                        error=f"{record.file_name} is {claim.describe()}; re-index it when that "
+                                              "has finished")
+                stored = Path(record.stored_path)
+                if not stored.exists():
+                    return IngestResult(record.file_name, "failed", doc_id=doc_id,
+                                        error=f"the stored copy of {record.file_name} is missing; delete it and "
+                                              "upload it again")
+                self.store.registry.claim(doc_id, current(), "reindex")
+        except LibraryBusyError as exc:
+            return IngestResult(doc_id, "failed", doc_id=doc_id, error=f"not re-indexed: {exc}", busy=True)
+        except KeyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a storage error: say so, change nothing
+            logger.exception("could not start re-indexing %s", doc_id)
+            return IngestResult(doc_id, "failed", doc_id=doc_id, error=f"not re-indexed: {type(exc).__name__}: {exc}")
+        return self._process(doc_id, stored, record.file_name, progress or IngestProgress(record.file_name),
+                             reindex=record)
 
     # -- the pipeline -------------------------------------------------------------------------
 
-    def _process(self, doc_id: str, stored: Path, file_name: str, report: IngestProgress) -> IngestResult:
+    def _process(self, doc_id: str, stored: Path, file_name: str, report: IngestProgress,
+                 *, reindex: DocumentRecord | None) -> IngestResult:
+        """Compute without the lock, commit the keywords under it, then the vectors batch by batch.
+        ``reindex`` is the record before a re-index."""
         registry = self.store.registry
-        registry.update(doc_id, status="processing", error="")
+        if reindex is None:
+            registry.update(doc_id, status="processing", error="")
         report.doc_id = doc_id
+        options = ParseOptions.from_config(self.config)
         timings: dict[str, float] = {}
+        committing = False
         begun = time.perf_counter()
         try:
+            if reindex is None:  # a re-index keeps its old index searchable meanwhile instead
+                quick = publish_text_layer(self, doc_id, stored, file_name, options, report)
+                if quick is not None:
+                    timings["searchable"] = quick
             started = time.perf_counter()
             report.stage("parse")
             with tracking(report):
-                parsed = parse_file(stored, file_name=file_name)
+                parsed = parse_file(stored, file_name=file_name, options=options)
             timings["parse"] = time.perf_counter() - started
 
             started = time.perf_counter()
@@ -183,42 +184,88 @@ class Ingestor:
             if not chunks:
                 raise ParseError(f"{file_name}: no extractable text")
             timings["chunk"] = time.perf_counter() - started
+            language = _dominant_language(chunks)
+            notes = list(parsed.notes)
+            ocr_pages = page_ranges(parsed.ocr_pages)
+            tables = sum(1 for page in parsed.pages for table in page.tables if table.part == 1)
 
             started = time.perf_counter()
             report.stage("keywords", total=len(chunks))
-            language = _dominant_language(chunks)
-            publish_keywords(self.store, doc_id, chunks, parsed.pages, pages=len(parsed.pages), language=language)
-            report.searchable()
+            with self.store.writing(f"indexing {file_name}"):
+                self._check_claim(doc_id, file_name)
+                committing = True
+                reached("commit.begin")
+                if reindex is not None:  # from here the old index goes: a crash now must not look complete
+                    registry.update(doc_id, status="processing")
+                    reached("reindex.marked")
+                    self.store.purge_index_entries(doc_id)
+                publish_keywords(self.store, doc_id, chunks, parsed.pages, pages=len(parsed.pages), language=language,
+                                 ocr_pages=ocr_pages, tables=tables, notes="\n".join(notes))
+                registry.claim(doc_id, current(), "embed")  # the vectors are this process's to store now
+                reached("ingest.searchable")
             timings["keywords"] = time.perf_counter() - started
-            timings["searchable"] = time.perf_counter() - begun
+            timings.setdefault("searchable", time.perf_counter() - begun)
+            report.searchable()
         except Exception as exc:  # noqa: BLE001 - every failure must end in a failed row, not a crash
-            message = str(exc) if isinstance(exc, (ParseError, IngestError)) else f"{type(exc).__name__}: {exc}"
-            if not isinstance(exc, (ParseError, IngestError)):
+            message = (str(exc) if isinstance(exc, (ParseError, IngestError, LibraryBusyError))
+                       else f"{type(exc).__name__}: {exc}")
+            if not isinstance(exc, (ParseError, IngestError, LibraryBusyError)):
                 logger.exception("ingest of %s failed", file_name)
-            self.store.purge_index_entries(doc_id)
-            self.store.ledger.delete(doc_id)
-            registry.update(doc_id, status="failed", error=message, chunks=0)
-            if isinstance(exc, ParseError):  # the bytes are useless; keep the row so the user sees why
-                shutil.rmtree(self.store.document_dir(doc_id), ignore_errors=True)
-            report.finish(error=message)
-            return IngestResult(file_name, "failed", doc_id=doc_id, error=message, timings=timings)
+            result = self._fail(doc_id, file_name, exc, message, timings, reindex=reindex, committing=committing)
+            report.finish(error=result.error)
+            return result
 
-        extra = self._metadata(parsed, timings)
-        if extra:
-            registry.update(doc_id, **extra)
+        self._add_metadata(doc_id, chunks, language, timings, notes, report)  # searchable already; the LLM is slow
         result = IngestResult(file_name, "searchable", doc_id=doc_id, pages=len(parsed.pages), chunks=len(chunks),
-                              language=language, timings=timings)
+                              language=language, timings=timings, ocr_pages=ocr_pages, tables=tables, notes=notes)
+        return self._embed(doc_id, result, report)
+
+    def _embed(self, doc_id: str, result: IngestResult, report: IngestProgress) -> IngestResult:
+        """Hand the vectors to the background embedder, or store them now (``result`` says how it went)."""
         if self.background is not None:
             self.background.submit(doc_id, report)
             return result
         fill = fill_vectors(self.store, doc_id, batch_size=self.batch_size, priority=self.priority, progress=report)
-        timings["embed"] = fill.seconds
+        result.timings["embed"] = fill.seconds
         if fill.status == "completed":
-            report.finish()
             result.status = "completed"
         else:
             result.error = fill.error or f"embedding {fill.status}"
-            report.finish(error=result.error)
+            result.busy = fill.status == "busy"
+        report.finish(error="" if fill.status == "completed" else result.error)
+        return result
+
+    def _check_claim(self, doc_id: str, file_name: str) -> None:
+        claim = self.store.registry.claim_of(doc_id)
+        if self.store.registry.get(doc_id) is None or claim is None or claim.owner != current():
+            raise IngestError(f"{file_name} was deleted or reset by another process while it was being "
+                              "indexed; nothing was stored")
+
+    def _fail(self, doc_id: str, file_name: str, exc: Exception, message: str, timings: dict[str, float], *,
+              reindex: DocumentRecord | None, committing: bool) -> IngestResult:
+        registry = self.store.registry
+        result = IngestResult(file_name, "failed", doc_id=doc_id, error=message, timings=timings,
+                              busy=isinstance(exc, LibraryBusyError))
+        try:
+            with self.store.writing(f"cleaning up after {file_name}"):
+                claim = registry.claim_of(doc_id)
+                if registry.get(doc_id) is None or claim is None or claim.owner != current():
+                    return result  # deleted or recovered meanwhile: nothing of ours to undo
+                if reindex is not None and not committing:  # the old index was never touched
+                    registry.release(doc_id)
+                    if reindex.status == "completed":
+                        result.error = f"re-index failed, the previous index is kept: {message}"
+                    else:
+                        registry.update(doc_id, error=message)
+                    return result
+                self.store.purge_index_entries(doc_id)
+                registry.update(doc_id, status="failed", error=message, chunks=0)
+                registry.release(doc_id)
+                if isinstance(exc, ParseError) and reindex is None:  # the bytes are useless; the row says why
+                    shutil.rmtree(self.store.document_dir(doc_id), ignore_errors=True)
+        except LibraryBusyError as busy:
+            logger.error("could not clean up after %s (%s); it is cleaned up when this process ends", file_name, busy)
+            result.error = f"{message} (clean-up postponed: {busy})"
         return result
 
     def _chunk(self, parsed: ParsedDocument, doc_id: str) -> list[Chunk]:
@@ -230,13 +277,31 @@ class Ingestor:
             embed_fn = lambda texts: np.asarray(embedder.get_text_embedding_batch(texts))  # noqa: E731
         return chunk_document(parsed, doc_id, self.config.chunking, embed_fn=embed_fn)
 
-    def _metadata(self, parsed: ParsedDocument, timings: dict[str, float]) -> dict[str, str]:
-        if not (self.config.metadata.enabled and self.metadata_llm):
-            return {}
-        started = time.perf_counter()
-        extra = generate_metadata(self.metadata_llm, parsed.full_text[: self.config.metadata.max_input_chars])
-        timings["metadata"] = time.perf_counter() - started
-        return extra
+    def _add_metadata(self, doc_id: str, chunks: list[Chunk], language: str, timings: dict[str, float],
+                      notes: list[str], report: IngestProgress) -> None:
+        """Summary, keywords, topics and key phrases from the LLM; a failure is a note, never a failed ingest."""
+        if not self.config.metadata.enabled:
+            return
+        fields: dict[str, str] = {}
+        if self.metadata_llm is None:
+            notes.append("metadata: not written — metadata.enabled is on but no LLM was given to the ingest")
+        else:
+            report.stage("metadata")
+            started = time.perf_counter()
+            texts = [c.text for c in chunks if c.kind != "table"] or [c.text for c in chunks]
+            result = generate_metadata(self.metadata_llm, texts, language=language,
+                                       max_input_chars=self.config.metadata.max_input_chars)
+            timings["metadata"] = time.perf_counter() - started
+            if result.error:
+                notes.append(f"metadata: {result.error}")
+            fields = result.registry_fields() if result.summary else {}
+        try:
+            with self.store.writing(f"writing the metadata of {doc_id}"):
+                record, claim = self.store.registry.get(doc_id), self.store.registry.claim_of(doc_id)
+                if record is not None and record.status == EMBEDDING and claim is not None and claim.owner == current():
+                    self.store.registry.update(doc_id, notes="\n".join(notes), **fields)
+        except LibraryBusyError as exc:
+            logger.warning("the metadata of %s was not stored: %s", doc_id, exc)
 
     @property
     def _max_bytes(self) -> int:
@@ -245,38 +310,6 @@ class Ingestor:
     def _too_large(self, name: str, size: int) -> str:
         return (f"{name} is {size / 1024 / 1024:.1f} MB, over the {self.config.storage.max_file_mb:g} MB limit "
                 "(storage.max_file_mb)")
-
-
-def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Report | None = None,
-                 cache: EmbeddingCache | None = None) -> dict[str, tuple[list[Chunk], np.ndarray]]:
-    """Embed chunks with the model for their language, through the embedding cache.
-
-    Returns model_id -> (chunks, vectors), ready for ``DocumentStore.write_chunks``.
-
-    Args:
-        store: Supplies the embedder router and, unless ``cache`` is given, the cache.
-        chunks: The chunks to embed.
-        report: Progress callback, called after each batch. Defaults to none.
-        cache: Another embedding cache (benchmarks share one across temporary stores).
-    """
-    cache = cache or store.cache
-    groups: dict[str, list[Chunk]] = defaultdict(list)
-    for chunk in chunks:
-        groups[store.router.spec_for(chunk.language)].append(chunk)
-    done, total = 0, len(chunks)
-    by_model: dict[str, tuple[list[Chunk], np.ndarray]] = {}
-    for spec, group in groups.items():
-        embedder = store.router.for_spec(spec)
-        model_id = model_id_of(embedder)
-        vectors = []
-        for start in range(0, len(group), _EMBED_PROGRESS_BATCH):
-            batch = [c.text for c in group[start:start + _EMBED_PROGRESS_BATCH]]
-            vectors.append(cache.embed(model_id, batch, embedder.get_text_embedding_batch))
-            done += len(batch)
-            if report:
-                report("embed", done / total, f"Embedded {done}/{total} chunks ({model_id})")
-        by_model[model_id] = (group, np.concatenate(vectors))
-    return by_model
 
 
 def _dominant_language(chunks: list[Chunk]) -> str:

@@ -1,8 +1,10 @@
 """Per-document ingest progress from real counters: the stage, n of N, a rate and the time left.
 
-Stages, in order: ``parse`` (pages read, tables found on each), ``ocr`` (pages without a text layer),
-``chunk``, ``keywords`` (the BM25 index written: the document is searchable from here), ``embedding``
-(chunks whose vectors are stored, n of N), then ``done`` or ``failed``. Every figure comes from a
+Stages, in order: ``parse`` (pages of the text layer read), ``tables`` (pages read with table
+detection), ``ocr`` (pages without a text layer), ``chunk``, ``keywords`` (the BM25 index written: the
+document is searchable from here), ``metadata`` (the LLM's summary, when on), ``embedding`` (chunks
+whose vectors are stored, n of N), then ``done`` or ``failed``. A new document with tables or scans
+goes parse → chunk → keywords (searchable from its text layer) → tables / OCR → chunk → keywords. Every figure comes from a
 counter the work itself advances — pages parsed, pages OCR'd, chunks embedded — never from a guessed
 share of the whole: the rate is counted units over the stage's elapsed time (the last ``RATE_WINDOW_S``
 seconds once the stage has run that long, so a pause for a question shows), and the time left is the
@@ -23,10 +25,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-STAGES = ("queued", "parse", "ocr", "chunk", "keywords", "embedding", "done", "failed")
-STAGE_LABELS = {"queued": "queued", "parse": "parse", "ocr": "OCR", "chunk": "chunk", "keywords": "keyword index",
-                "embedding": "embedding", "done": "done", "failed": "failed"}
-UNITS = {"parse": "pages", "ocr": "pages", "embedding": "chunks"}
+STAGES = ("queued", "parse", "tables", "ocr", "chunk", "keywords", "metadata", "embedding", "done", "failed")
+STAGE_LABELS = {"queued": "queued", "parse": "parse", "tables": "tables", "ocr": "OCR", "chunk": "chunk",
+                "keywords": "keyword index", "metadata": "metadata", "embedding": "embedding", "done": "done",
+                "failed": "failed"}
+UNITS = {"parse": "pages", "tables": "pages", "ocr": "pages", "embedding": "chunks"}
 RATE_WINDOW_S = 20.0
 
 _current: contextvars.ContextVar[IngestProgress | None] = contextvars.ContextVar("ingest_progress", default=None)
@@ -123,7 +126,8 @@ class IngestProgress:
     def searchable(self) -> None:
         """The keyword index holds the document now (it is found by keyword search from here)."""
         with self._lock:
-            self._searchable_at = self._clock()
+            if self._searchable_at is None:  # the first time counts (a text-layer pass, then the full one)
+                self._searchable_at = self._clock()
         self._changed()
 
     def finish(self, *, error: str = "") -> None:
@@ -163,7 +167,8 @@ def tracking(progress: IngestProgress | None) -> Iterator[None]:
 
 
 def page_done(stage: str, done: int, total: int, *, detail: str = "") -> None:
-    """A parser finished ``done`` of ``total`` pages of ``stage`` (``parse`` or ``ocr``); no-op outside ``tracking``."""
+    """A parser finished ``done`` of ``total`` pages of ``stage`` (``parse``, ``tables`` or ``ocr``); a no-op
+    outside ``tracking``."""
     progress = _current.get()
     if progress is None:
         return

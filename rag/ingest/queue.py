@@ -10,6 +10,12 @@ One worker serves every browser session of a server, so each job remembers the s
 that submitted it: a session lists and clears only its own jobs. Files wait in memory until the
 worker reaches them, so the bytes waiting are capped (``max_queued_bytes``); a file that would pass
 the cap is refused with a message saying so, and nothing already queued is touched.
+
+Jobs are also written to the library's job journal (``rag.index.jobs``) until they finish. When the
+app's process ends with uploads still queued or half-ingested, the next queue on the library lists
+them as failed jobs saying so, so the user knows to upload them again instead of finding them
+silently missing. Their sessions are gone, so those jobs are shown to every session until it clears
+them.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ import logging
 import queue
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from rag.config import RagConfig
 from rag.ingest.background import BackgroundEmbedder
@@ -46,14 +54,23 @@ class IngestJob:
     size: int = 0  # bytes held in memory until the file is parsed
     state: str = "queued"  # queued, running (parse → keyword index), embedding (keyword-searchable), done
     result: IngestResult | None = None
-    submitted_at: float = field(default_factory=time.time)
     progress: IngestProgress | None = None
+    submitted_at: float = field(default_factory=time.time)
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)  # its row in the job journal
+    everyone: bool = False  # an upload lost at a restart: its session is gone, so every session sees it
+    dismissed: set[str] = field(default_factory=set)  # sessions that cleared it (for ``everyone`` jobs)
 
     def view(self) -> ProgressView:
         """The job's stage, counters, rate and time left now."""
         if self.progress is None:
             self.progress = IngestProgress(self.file_name)
         return self.progress.view()
+
+    def shown_to(self, owner: str | None) -> bool:
+        """Whether session ``owner`` (``None``: any caller that lists every job) lists this job."""
+        if owner is None or self.owner == owner:
+            return True
+        return self.everyone and owner not in self.dismissed
 
 
 class IngestQueue:
@@ -72,14 +89,22 @@ class IngestQueue:
         self.embedder = embedder or BackgroundEmbedder(store)
         self.embedder.add_listener(self._embedded)
         self._jobs: dict[int, IngestJob] = {}
-        self._pending: queue.Queue[tuple[IngestJob, bytes, RagConfig]] = queue.Queue()
+        self._pending: queue.Queue[tuple[IngestJob, bytes, RagConfig, Any]] = queue.Queue()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        for lost in store.jobs.take_lost():
+            job = IngestJob(next(self._ids), lost.file_name, state="done",
+                            result=IngestResult(lost.file_name, "failed", error=lost.message()),
+                            submitted_at=lost.submitted_at, everyone=True)
+            self._jobs[job.job_id] = job
+            logger.warning("upload lost when process %s stopped: %s", lost.owner.pid, lost.file_name)
         self._worker = threading.Thread(target=self._run, name="citewise-ingest", daemon=True)
         self._worker.start()
 
-    def submit(self, data: bytes, file_name: str, config: RagConfig, *, owner: str = "") -> IngestJob:
-        """Queue one file for ingest on behalf of session ``owner``.
+    def submit(self, data: bytes, file_name: str, config: RagConfig, *, owner: str = "",
+               metadata_llm: Any = None) -> IngestJob:
+        """Queue one file for ingest on behalf of session ``owner``; ``metadata_llm`` writes its metadata
+        when ``config.metadata.enabled``.
 
         Raises:
             QueueFullError: The bytes already waiting plus ``data`` would pass ``max_queued_bytes``.
@@ -93,15 +118,15 @@ class IngestQueue:
                     "have been indexed.")
             job = IngestJob(next(self._ids), file_name, owner=owner, size=len(data),
                             progress=IngestProgress(file_name))
+            self._store.jobs.record(job.key, file_name, len(data))  # before it is listed: a failure leaves no job
             self._jobs[job.job_id] = job
-        self._pending.put((job, data, config))
+        self._pending.put((job, data, config, metadata_llm))
         return job
 
     def jobs(self, owner: str | None = None) -> list[IngestJob]:
         """Jobs in submission order: all of them, or only those ``owner`` submitted."""
         with self._lock:
-            return sorted((j for j in self._jobs.values() if owner is None or j.owner == owner),
-                          key=lambda j: j.job_id)
+            return sorted((j for j in self._jobs.values() if j.shown_to(owner)), key=lambda j: j.job_id)
 
     def active(self, owner: str | None = None) -> bool:
         return any(job.state != "done" for job in self.jobs(owner))
@@ -112,10 +137,13 @@ class IngestQueue:
             return self._waiting_bytes()
 
     def forget_finished(self, owner: str | None = None) -> None:
-        """Drop finished jobs: all of them, or only those ``owner`` submitted."""
+        """Drop finished jobs: all of them, or those ``owner`` lists (a lost upload only from its list)."""
         with self._lock:
+            for job in self._jobs.values():
+                if owner is not None and job.everyone:
+                    job.dismissed.add(owner)
             self._jobs = {k: j for k, j in self._jobs.items()
-                          if j.state != "done" or (owner is not None and j.owner != owner)}
+                          if j.state != "done" or (owner is not None and (j.owner != owner or j.everyone))}
 
     def _waiting_bytes(self) -> int:
         return sum(j.size for j in self._jobs.values() if j.state in ("queued", "running"))
@@ -130,14 +158,17 @@ class IngestQueue:
 
     def _run(self) -> None:
         while True:
-            job, data, config = self._pending.get()
+            job, data, config, metadata_llm = self._pending.get()
             job.state = "running"
+            self._journal(self._store.jobs.running, job)
             try:
-                result = Ingestor(self._store, config, background=self.embedder).ingest_bytes(
+                result = Ingestor(self._store, config, metadata_llm=metadata_llm, background=self.embedder).ingest_bytes(
                     data, job.file_name, progress=job.progress)
             except Exception as exc:  # noqa: BLE001 - the worker must survive any one file
                 logger.exception("ingest job %s crashed", job.file_name)
                 result = IngestResult(job.file_name, "failed", error=f"{type(exc).__name__}: {exc}")
+            # searchable from here: a restart resumes the vectors, so the upload is no longer at risk
+            self._journal(self._store.jobs.finished, job)
             data = b""  # release the upload now, not when the next file arrives
             with self._lock:
                 job.result = result
@@ -151,16 +182,25 @@ class IngestQueue:
         with self._lock:
             for job in self._jobs.values():
                 if job.state == "embedding" and job.result is not None and job.result.doc_id == fill.doc_id:
-                    if fill.status == "stopped":  # the app is stopping: it resumes at the next start
+                    if fill.status in ("stopped", "busy"):  # it resumes later (the next start, or its owner)
                         continue
                     if fill.status == "completed":
                         job.result.status = "completed"
-                    elif fill.status == "gone":
+                    elif fill.status == "gone" and self._store.registry.get(fill.doc_id) is None:
                         job.result.status = "failed"
                         job.result.error = "deleted while its vectors were being stored"
+                    elif fill.status == "gone":  # re-indexed meanwhile: that re-index stores its vectors
+                        pass
                     else:  # still keyword-searchable; the error says why the vectors stopped
                         job.result.error = fill.error
                     job.state = "done"
+
+    @staticmethod
+    def _journal(step, job: IngestJob) -> None:
+        try:
+            step(job.key)
+        except Exception as exc:  # noqa: BLE001 - the journal only reports; it must not stop an ingest
+            logger.warning("could not update the job journal for %s: %s", job.file_name, exc)
 
 
 def _size(size: int) -> str:

@@ -18,7 +18,14 @@ import threading
 import time
 from dataclasses import dataclass
 
-from rag.index.searchable import EMBEDDING, add_vectors, finish_embedding, missing_chunks, stop_embedding
+from rag.index.searchable import (
+    add_vectors,
+    claim_embedding,
+    finish_embedding,
+    holds_embedding,
+    missing_chunks,
+    stop_embedding,
+)
 from rag.index.store import DocumentStore
 from rag.ingest.progress import IngestProgress
 from rag.models.priority import PROCESS_PRIORITY, Priority
@@ -33,8 +40,9 @@ class FillResult:
     """How one run over a document ended.
 
     ``status``: ``completed`` (every vector stored), ``stopped`` (asked to stop; resumable),
-    ``gone`` (deleted or re-indexed meanwhile; nothing more to do), ``failed`` (an error; the document
-    stays keyword-searchable and the error is recorded for a retry).
+    ``gone`` (deleted or re-indexed meanwhile; nothing more to do), ``busy`` (another running process
+    is embedding it, or an ingest, re-index or delete is at work on it), ``failed`` (an error; the
+    document stays keyword-searchable and the error is recorded for a retry).
     """
 
     doc_id: str
@@ -65,9 +73,10 @@ def fill_vectors(store: DocumentStore, doc_id: str, *, batch_size: int = BATCH,
     started = time.perf_counter()
     result = FillResult(doc_id, "gone")
     try:
-        record = store.registry.get(doc_id)
-        if record is None or record.status != EMBEDDING:
+        result.status = claim_embedding(store, doc_id)
+        if result.status != "ok":
             return result
+        result.status = "gone"
         missing = missing_chunks(store, doc_id)
         result.total, result.embedded = missing.total, missing.embedded
         if progress is not None:
@@ -76,6 +85,7 @@ def fill_vectors(store: DocumentStore, doc_id: str, *, batch_size: int = BATCH,
             for start in range(0, len(chunks), batch_size):
                 if stop is not None and stop.is_set():
                     result.status = "stopped"
+                    stop_embedding(store, doc_id)  # let go: another process (or the next start) resumes it
                     return result
                 result.waited_s += priority.wait_for_turn(stop=stop)
                 batch = chunks[start:start + batch_size]
@@ -86,8 +96,9 @@ def fill_vectors(store: DocumentStore, doc_id: str, *, batch_size: int = BATCH,
                 result.computed += len(batch)
                 if progress is not None:
                     progress.advance(result.embedded)
-        result.status = "completed" if finish_embedding(store, doc_id) else "gone"
-        if result.status == "gone" and store.registry.get(doc_id) is not None:
+        if finish_embedding(store, doc_id):
+            result.status = "completed"
+        elif holds_embedding(store, doc_id):  # ours, yet Chroma lacks a vector: say so, never "completed"
             result.status, result.error = "failed", "vectors are still missing after embedding every chunk"
             stop_embedding(store, doc_id, result.error)
         return result

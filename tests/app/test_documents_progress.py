@@ -3,6 +3,7 @@ document's embedding progress from its counters, and resumes a stalled embedding
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rag.index.searchable import stop_embedding
@@ -37,6 +38,11 @@ def test_library_shows_keyword_searchable_and_completed_documents(app_data: Path
     question = PROCESS_PRIORITY.foreground()
     question.__enter__()  # a question in flight: the app's embedder picks the document up and waits
     try:
+        embedder = get_ingest_queue(base_config()).embedder  # the app's, which resumes the document
+        deadline = time.monotonic() + 30
+        while (embedder.progress(doc_id) is None or embedder.progress(doc_id).current_stage != "embedding") \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
         app = open_app("pages/documents.py")
         app.run()
         assert not app.exception

@@ -175,6 +175,9 @@ def test_chunking_change_prompts_and_runs_a_reindex(app: AppTest, tmp_path: Path
     assert any("Re-index needed" in w.value and "chunking.chunk_size" in w.value for w in app.warning)
 
     _click(app, "Re-index all documents")
+    from ui.resources import get_ingest_queue
+
+    get_ingest_queue(base_config()).embedder.wait(timeout=60)  # re-indexed documents embed in the background
     record = store.document(result.doc_id)
     assert record.status == "completed" and record.chunks > result.chunks
     assert all(c.page_end - c.page_start <= 1 for c in store.chunks(result.doc_id))

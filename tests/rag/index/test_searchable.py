@@ -10,7 +10,7 @@ import pytest
 
 from rag.config import RagConfig
 from rag.index.registry import Registry
-from rag.index.searchable import add_vectors, finish_embedding, missing_chunks, publish_keywords
+from rag.index.searchable import add_vectors, claim_embedding, finish_embedding, missing_chunks, publish_keywords
 from rag.index.store import DocumentStore
 from rag.ingest.chunking import chunk_document
 from rag.ingest.parse import parse_file
@@ -56,6 +56,8 @@ def test_batches_count_up_and_completed_needs_every_vector(store: DocumentStore,
     publish_keywords(store, doc_id, chunks, parsed.pages)
     model_id, vectors = _vectors(store, chunks)
     half = len(chunks) // 2
+    assert not add_vectors(store, doc_id, model_id, chunks[:half], vectors[:half], embedded=half)  # not claimed
+    assert claim_embedding(store, doc_id) == "ok" and store.busy(doc_id).operation == "embed"
     assert add_vectors(store, doc_id, model_id, chunks[:half], vectors[:half], embedded=half)
     assert store.ledger.get(doc_id).embedded == half and store.vectors.count() == half
     assert missing_chunks(store, doc_id).missing == len(chunks) - half
@@ -66,14 +68,15 @@ def test_batches_count_up_and_completed_needs_every_vector(store: DocumentStore,
     assert add_vectors(store, doc_id, model_id, chunks[half:], vectors[half:], embedded=len(chunks))
     assert finish_embedding(store, doc_id)
     assert store.document(doc_id).status == "completed" and store.ledger.get(doc_id) is None
-    assert store.keyword_only() == []
+    assert store.keyword_only() == [] and store.busy(doc_id) is None  # the claim is released
 
 
 def test_a_batch_after_a_delete_stores_nothing(store: DocumentStore, parsed_doc) -> None:
     doc_id, parsed, chunks = parsed_doc
     publish_keywords(store, doc_id, chunks, parsed.pages)
     model_id, vectors = _vectors(store, chunks)
-    store.delete(doc_id)
+    assert claim_embedding(store, doc_id) == "ok"
+    store.delete(doc_id)  # allowed while it embeds
     assert not add_vectors(store, doc_id, model_id, chunks, vectors, embedded=len(chunks))
     assert store.vectors.count() == 0 and len(store.keywords) == 0
     assert store.ledger.get(doc_id) is None and not finish_embedding(store, doc_id)
@@ -84,6 +87,7 @@ def test_a_batch_of_chunks_a_re_index_replaced_stores_nothing(store: DocumentSto
     doc_id, parsed, chunks = parsed_doc
     publish_keywords(store, doc_id, chunks, parsed.pages)
     model_id, vectors = _vectors(store, chunks)
+    assert claim_embedding(store, doc_id) == "ok"
     from dataclasses import replace
 
     smaller = chunk_document(parsed, doc_id, replace(config.chunking, chunk_size=60, chunk_overlap=0))

@@ -100,7 +100,8 @@ def test_an_ingest_reports_every_page_and_every_chunk(store: DocumentStore, conf
     progress = IngestProgress("report.pdf", on_change=seen.append)
     result = Ingestor(store, config).ingest_path(fixtures.make_english_pdf(tmp_path, pages=3), progress=progress)
     assert result.ok, result.error
-    parse = [(v.done, v.total) for v in seen if v.stage == "parse" and v.total]
+    # pages are read with table detection (ingest.tables is on by default), so the stage is "tables"
+    parse = [(v.done, v.total) for v in seen if v.stage == "tables" and v.total]
     assert parse[-1] == (3, 3) and [d for d, _ in parse] == sorted(d for d, _ in parse)
     embedding = [(v.done, v.total) for v in seen if v.stage == "embedding"]
     assert embedding[0] == (0, result.chunks) and embedding[-1] == (result.chunks, result.chunks)
