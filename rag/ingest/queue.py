@@ -182,7 +182,7 @@ class IngestQueue:
         with self._lock:
             for job in self._jobs.values():
                 if job.state == "embedding" and job.result is not None and job.result.doc_id == fill.doc_id:
-                    if fill.status in ("stopped", "busy"):  # it resumes later (the next start, or its owner)
+                    if fill.status == "stopped":  # the app is stopping: it resumes at the next start
                         continue
                     if fill.status == "completed":
                         job.result.status = "completed"
@@ -191,6 +191,8 @@ class IngestQueue:
                         job.result.error = "deleted while its vectors were being stored"
                     elif fill.status == "gone":  # re-indexed meanwhile: that re-index stores its vectors
                         pass
+                    elif fill.status == "busy":  # taken over by another process, which stores them
+                        job.result.error = "its vectors are being stored by another process"
                     else:  # still keyword-searchable; the error says why the vectors stopped
                         job.result.error = fill.error
                     job.state = "done"
