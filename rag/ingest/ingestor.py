@@ -1,19 +1,16 @@
 """Ingestion: a file becomes a registry row, a stored copy, page data, BM25 entries and chunk vectors.
 
-Phases, so the library's write lock is held only while something is written (see ``rag.index.store``):
-*claim* (under the lock: dedup by sha256, registry row and claim, stored file), *compute* (no lock:
-parse, chunk; the row is ``processing`` and owned by this process, so no other process's recovery
-touches it), *commit* (under the lock: keywords and pages; the document is keyword-searchable from
-here, status ``embedding``) and *vectors*, batch by batch (``rag.ingest.vector_fill``), each batch a
-write step of its own, then ``completed``. With a ``BackgroundEmbedder`` the vectors follow on its
-thread and the ingest returns as soon as the document is searchable. A new document whose tables or
-scanned pages take long is first made searchable from its text layer (``rag.ingest.quick_pass``). A
-re-index computes while the document keeps its old index, and swaps the index in its commit; if it
-fails before that, the old index and the stored file are kept.
+Phases, so the library's write lock is held only while something is written (``rag.index.store``):
+*claim* (dedup by sha256, row and claim, stored file), *compute* (no lock: parse, chunk; the row is
+``processing`` and owned by this process), *commit* (keywords and pages: keyword-searchable from here,
+status ``embedding``) and *vectors*, batch by batch (``rag.ingest.vector_fill``), then ``completed``.
+With a ``BackgroundEmbedder`` the ingest returns once the document is searchable. A long PDF with
+tables or scans is first made searchable from its text layer (``rag.ingest.quick_pass``). A re-index
+keeps the old index while it computes and swaps it in its commit; failing before, it keeps it.
 
-Every failure before the commit ends in a specific message and a ``failed`` row; nothing stored for
-other documents is touched. A failure while embedding keeps the document keyword-searchable, with the
-error recorded, to be resumed. Stage timings go to the result; live progress to an ``IngestProgress``.
+A failure before the commit ends in a specific message and a ``failed`` row; nothing stored for other
+documents is touched. A failure while embedding keeps the document keyword-searchable, with the error
+recorded, to be resumed. Stage timings go to the result; live progress to an ``IngestProgress``.
 """
 
 from __future__ import annotations
@@ -96,31 +93,35 @@ class Ingestor:
 
         sha256 = hashlib.sha256(data).hexdigest()
         doc_id = sha256[:16]
+        resume: IngestResult | None = None
         try:
             with self.store.writing(f"storing {file_name}"):
                 existing = self.store.registry.by_sha256(sha256)
                 if existing is not None:
                     claim = self.store.busy(existing.doc_id)
-                    if existing.status == EMBEDDING and claim is None:  # stopped mid-embedding: go on
-                        resumed = IngestResult(file_name, "searchable", doc_id=existing.doc_id, pages=existing.pages,
-                                               chunks=existing.chunks, language=existing.language)
-                        return self._embed(existing.doc_id, resumed, report)
-                    if claim is not None or existing.status in SEARCHABLE:
+                    if existing.status == EMBEDDING and claim is None:  # stopped mid-embedding: go on, unlocked
+                        resume = IngestResult(file_name, "searchable", doc_id=existing.doc_id, pages=existing.pages,
+                                              chunks=existing.chunks, language=existing.language)
+                    elif claim is not None or existing.status in SEARCHABLE:
                         why = (f"this file is {claim.describe()} as {existing.file_name!r}" if claim else
                                f"this file is already stored as {existing.file_name!r}")
                         return IngestResult(file_name, "duplicate", doc_id=existing.doc_id, pages=existing.pages,
                                             chunks=existing.chunks, language=existing.language,
                                             error=f"duplicate: {why} (id {existing.doc_id}); not stored again")
-                    self.store.purge_index_entries(existing.doc_id)  # a failed earlier attempt: start clean
-                stored = self.store.claim_new(DocumentRecord(
-                    doc_id=doc_id, file_name=file_name, sha256=sha256, status="pending",
-                    file_type=Path(file_name).suffix.lower().lstrip(".")), data)
+                    else:
+                        self.store.purge_index_entries(existing.doc_id)  # a failed earlier attempt: start clean
+                if resume is None:
+                    stored = self.store.claim_new(DocumentRecord(
+                        doc_id=doc_id, file_name=file_name, sha256=sha256, status="pending",
+                        file_type=Path(file_name).suffix.lower().lstrip(".")), data)
         except LibraryBusyError as exc:
             return IngestResult(file_name, "failed", error=f"not stored: {exc}", busy=True)
         except Exception as exc:  # noqa: BLE001 - a full disk or a storage error: say so, store nothing
             logger.exception("could not store %s", file_name)
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
             return IngestResult(file_name, "failed", error=f"could not store {file_name}: {detail}")
+        if resume is not None:
+            return self._embed(resume.doc_id, resume, report)
         return self._process(doc_id, stored, file_name, report, reindex=None)
 
     def reindex(self, doc_id: str, *, progress: IngestProgress | None = None) -> IngestResult:
