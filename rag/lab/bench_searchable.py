@@ -8,10 +8,10 @@ vectors from the background embedder. It prints:
 - seconds from the start of the ingest until a BM25 search for a phrase of the report finds the chunk
   holding it (polled every 20 ms by another thread), and the stage times before it;
 - seconds until every vector is stored, and chunks/s over the embedding;
-- with ``questions``: the same while a second thread asks questions in a loop through the app's query
-  engine (real embedders; ``--llm fake`` answers instantly, ``--llm 0.5b`` runs the bundled
-  Qwen2.5-0.5B), with each question's time to sources (``sources_ms``: from ``stream()`` until the
-  numbered sources are ready);
+- with ``questions``: the same while a second thread asks ``--questions`` questions in a loop through
+  the app's query engine (real embedders; ``--llm fake`` answers instantly, ``--llm 0.5b`` runs the
+  bundled Qwen2.5-0.5B), with each question's time to sources (``sources_ms``: from ``stream()`` until
+  the numbered sources are ready) and the chunks/s embedded while the questions were being asked;
 - ``before``: the same questions against embedding as it was before the priority: batches of 32
   texts under the one engine lock that queries share, no waiting for questions. The ratio of the two
   time-to-sources medians is the benchmark's answer to "does embedding still slow a question down".
@@ -48,16 +48,18 @@ def main(argv: list[str], config: RagConfig) -> int:
     parser.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated, of {', '.join(PHASES)}")
     parser.add_argument("--llm", choices=["fake", "0.5b"], default="fake")
     parser.add_argument("--think-s", type=float, default=1.0, help="pause between two questions")
+    parser.add_argument("--questions", type=int, default=0, help="questions per phase (0: until embedded)")
     parser.add_argument("--batch", type=int, default=0, help="background batch size (default: the app's)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     report = run(config, args.data_root / args.file, [p for p in args.phases.split(",") if p], args.llm,
-                 args.think_s, args.batch)
+                 args.think_s, args.batch, args.questions)
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else format_report(report))
     return 0
 
 
-def run(config: RagConfig, pdf: Path, phases: list[str], llm_kind: str, think_s: float, batch: int) -> dict:
+def run(config: RagConfig, pdf: Path, phases: list[str], llm_kind: str, think_s: float, batch: int,
+        questions: int = 0) -> dict:
     from rag.ingest.vector_fill import BATCH
     from rag.runtime import build_router
 
@@ -75,7 +77,7 @@ def run(config: RagConfig, pdf: Path, phases: list[str], llm_kind: str, think_s:
         before = phase == "before"
         results.append(run_phase(phase, config, old_router if before else router, data, pdf.name, phrase, llm,
                                  ask=phase != "idle", before=before, batch=32 if before else (batch or BATCH),
-                                 think_s=think_s))
+                                 think_s=think_s, questions=questions))
     report = {"file": pdf.name, "phrase": phrase, "llm": llm_kind, "think_s": think_s, "phases": results}
     timed = {p["phase"]: p for p in results if p.get("sources_ms")}
     if "before" in timed and "questions" in timed:
@@ -85,7 +87,7 @@ def run(config: RagConfig, pdf: Path, phases: list[str], llm_kind: str, think_s:
 
 
 def run_phase(phase: str, config: RagConfig, router: Any, data: bytes, name: str, phrase: str, llm: Any, *,
-              ask: bool, before: bool, batch: int, think_s: float) -> dict:
+              ask: bool, before: bool, batch: int, think_s: float, questions: int = 0) -> dict:
     from rag.answer.engine import CitewiseQueryEngine
     from rag.answer.llm_runner import LLMRunner
     from rag.index.store import DocumentStore
@@ -102,12 +104,21 @@ def run_phase(phase: str, config: RagConfig, router: Any, data: bytes, name: str
         stop, found = threading.Event(), {}
         asked: list[dict] = []
         probe = threading.Thread(target=_probe, args=(store, phrase, found, stop), daemon=True)
-        asker = threading.Thread(target=_ask, args=(engine, asked, stop, think_s), daemon=True)
+        window: dict[str, tuple[float, int]] = {}
+        doc: dict[str, str] = {}
+
+        def done_now() -> int:  # chunks of the report embedded so far
+            progress = embedder.progress(doc["id"]) if doc else None
+            return progress.view().done if progress is not None else 0
+
+        asker = threading.Thread(target=_ask, args=(engine, asked, stop, think_s, questions, window, done_now),
+                                 daemon=True)
         load_before = _loadavg()
         started = time.perf_counter()
         found["t0"] = started
         probe.start()
         result = Ingestor(store, cfg, background=embedder, priority=priority).ingest_bytes(data, name)
+        doc["id"] = result.doc_id
         handed = time.perf_counter()
         if ask:
             asker.start()
@@ -129,6 +140,10 @@ def run_phase(phase: str, config: RagConfig, router: Any, data: bytes, name: str
            "chunks_per_s": round(result.chunks / seconds, 2) if seconds > 0 else None,
            "waited_for_questions_s": round(priority.waited_s, 1), "questions": len(during),
            "load_before": load_before, "load_after": _loadavg()}
+    if "start" in window and "end" in window and window["end"][0] > window["start"][0]:
+        (t0, n0), (t1, n1) = window["start"], window["end"]
+        out["questions_window_s"] = round(t1 - t0, 1)
+        out["chunks_per_s_while_asked"] = round((n1 - n0) / (t1 - t0), 2)
     if during:
         out["sources_ms"] = [q["sources_ms"] for q in during]
         out["sources_ms_p50"] = round(median(out["sources_ms"]), 1)
@@ -159,9 +174,11 @@ def _probe(store: Any, phrase: str, found: dict, stop: threading.Event) -> None:
         time.sleep(0.02)
 
 
-def _ask(engine: Any, asked: list[dict], stop: threading.Event, think_s: float) -> None:
+def _ask(engine: Any, asked: list[dict], stop: threading.Event, think_s: float, limit: int,
+         window: dict, embedded: Any) -> None:
     number = 0
-    while not stop.is_set():
+    window["start"] = (time.perf_counter(), embedded())
+    while not stop.is_set() and (not limit or number < limit):
         question = f"{QUESTIONS[number % len(QUESTIONS)]}（{number}）"  # distinct: no cached query vector
         number += 1
         started = time.perf_counter()
@@ -170,6 +187,7 @@ def _ask(engine: Any, asked: list[dict], stop: threading.Event, think_s: float) 
         asked.append({"asked_at": started, "sources_ms": result.timings.get("sources_ms", 0.0),
                       "answer_s": time.perf_counter() - started})
         stop.wait(think_s)
+    window["end"] = (time.perf_counter(), embedded())
 
 
 def _llm(config: RagConfig, kind: str) -> Any:
@@ -199,7 +217,11 @@ def format_report(report: dict) -> str:
                      f"{p['load_before']} → {p['load_after']} |")
     for p in report["phases"]:
         stages = ", ".join(f"{k} {v} s" for k, v in p["stage_s"].items())
-        lines.append(f"{p['phase']}: {stages}; embedding waited {p['waited_for_questions_s']} s for questions")
+        asked = (f"; while {p['questions']} questions were asked ({p['questions_window_s']} s): "
+                 f"{p['chunks_per_s_while_asked']} chunks/s, answers p50 {p['answer_s_p50']} s"
+                 if "chunks_per_s_while_asked" in p and p.get("questions") else "")
+        lines.append(f"{p['phase']}: {stages}; embedding waited {p['waited_for_questions_s']} s for questions"
+                     + asked)
     if "sources_ratio_p50" in report:
         lines.append(f"time to sources, before / after: p50 x{report['sources_ratio_p50']}, "
                      f"max x{report['sources_ratio_max']}")
