@@ -85,9 +85,9 @@ def test_every_batch_is_stored_as_soon_as_it_is_embedded(counted_store: Document
         def stage(self, *a, **k): pass
         def advance(self, done, **k): seen.append((done, counted_store.vectors.count()))
 
-    result = fill_vectors(counted_store, doc_id, batch_size=2, progress=Watch())
-    assert result.status == "completed" and result.embedded == total
-    assert seen == [(min(n, total), min(n, total)) for n in range(2, total + 2, 2)]  # stored batch by batch
+    result = fill_vectors(counted_store, doc_id, batch_size=1, store_every=2, progress=Watch())
+    assert result.status == "completed" and result.embedded == total and embedder.calls == total  # one by one
+    assert seen == [(min(n, total), min(n, total)) for n in range(2, total + 2, 2)]  # stored two at a time
     assert counted_store.document(doc_id).status == "completed" and embedder.texts == total
 
 
@@ -104,7 +104,7 @@ def test_a_stopped_document_resumes_with_only_what_is_missing(counted_store: Doc
             if done >= 2:
                 stop.set()
 
-    first = fill_vectors(counted_store, doc_id, batch_size=1, progress=StopAfterTwo(), stop=stop)
+    first = fill_vectors(counted_store, doc_id, batch_size=1, store_every=1, progress=StopAfterTwo(), stop=stop)
     assert first.status == "stopped" and first.embedded == 2
     assert counted_store.document(doc_id).status == "embedding"
 
@@ -118,7 +118,7 @@ def test_an_embedding_error_keeps_the_document_keyword_searchable(counted_store:
                                                                   embedder: CountingEmbedding, tmp_path: Path) -> None:
     doc_id = _searchable(counted_store, config, tmp_path)
     embedder.fail_after = 2
-    result = fill_vectors(counted_store, doc_id, batch_size=1)
+    result = fill_vectors(counted_store, doc_id, batch_size=1, store_every=1)
     assert result.status == "failed" and "the embedder broke" in result.error
     assert counted_store.document(doc_id).status == "embedding"  # not completed, not failed, not purged
     [partial] = counted_store.keyword_only()
@@ -168,8 +168,9 @@ def test_restart_resumes_what_was_left_embedding(config: RagConfig, tmp_path: Pa
     store = DocumentStore(config, EmbedderRouter(config.embedding, lambda spec: first))
     doc_id = _searchable(store, config, tmp_path)
     total = store.document(doc_id).chunks
-    first.fail_after = 2  # the embedder dies after one batch
+    first.fail_after = 2  # the embedder dies after one batch, before anything is stored in Chroma
     fill_vectors(store, doc_id, batch_size=1)
+    assert store.vectors.count() == 0
     store.close()
 
     again = CountingEmbedding(model_id="counting")
@@ -181,6 +182,7 @@ def test_restart_resumes_what_was_left_embedding(config: RagConfig, tmp_path: Pa
         background.wait(timeout=SOON)
         background.close()
         assert reopened.document(doc_id).status == "completed"
+        # the chunk embedded before the failure came from the embedding cache: nothing is computed twice
         assert again.texts == total - 1 and reopened.vectors.count() == total
     finally:
         reopened.close()
@@ -192,8 +194,13 @@ CRASHING_CHILD = textwrap.dedent("""
     from rag.config import RagConfig
     from rag.index.store import DocumentStore
     from rag.ingest.ingestor import Ingestor
+    from rag.ingest.vector_fill import fill_vectors
     from rag.models.embedding_router import EmbedderRouter
     from tests.fakes import HashEmbedding
+
+    class Nobody:
+        def submit(self, doc_id, progress=None):
+            return progress
 
     class DiesOnThirdBatch(HashEmbedding):
         calls: int = 0
@@ -207,7 +214,8 @@ CRASHING_CHILD = textwrap.dedent("""
                                          "chunking.chunk_overlap": "0"})
     embedder = DiesOnThirdBatch(model_id="counting")
     store = DocumentStore(config, EmbedderRouter(config.embedding, lambda spec: embedder))
-    Ingestor(store, config, batch_size=1).ingest_path(Path(sys.argv[2]))
+    result = Ingestor(store, config, background=Nobody()).ingest_path(Path(sys.argv[2]))
+    fill_vectors(store, result.doc_id, batch_size=1, store_every=1)
 """)
 
 
