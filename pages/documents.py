@@ -1,8 +1,9 @@
-"""Documents: upload, watch ingest progress, inspect, re-index and delete.
+"""Documents: upload, watch ingest progress, inspect (metadata, OCR'd pages, tables, notes), re-index, delete.
 
-File names and chunk text are hostile: labels go through ``ui.safe_text.label``, table cells and
-options through ``plain``. The ingest worker is shared by every session, so this page lists and
-clears only the jobs this browser session submitted.
+File names, chunk text and everything the LLM wrote are hostile: labels go through
+``ui.safe_text.label``, table cells and options through ``plain``, and text is shown with ``st.text``,
+never as Markdown, so a summary or a file name cannot add links, images or layout. The ingest worker
+is shared by every session, so this page lists and clears only the jobs this browser session submitted.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import pandas as pd
 import streamlit as st
 
 from rag.answer.render import render_page_png
+from rag.documents import parse_page_ranges
 from rag.ingest.parse import SUPPORTED_EXTENSIONS
 from rag.ingest.queue import QueueFullError
 from ui.reindex import reindex_documents
-from ui.resources import get_ingest_queue, get_store
+from ui.resources import get_ingest_queue, get_metadata_llm, get_store
 from ui.safe_text import escape_markdown, label, plain
 from ui.state import current_config
 
@@ -27,6 +29,19 @@ store = get_store(config)
 jobs = get_ingest_queue(config)
 owner: str = st.session_state.setdefault(OWNER_KEY, uuid.uuid4().hex)
 
+
+def metadata_llm():
+    """The LLM for document metadata when it is enabled; if it cannot be loaded, say so and go on without."""
+    if not config.metadata.enabled:
+        return None
+    try:
+        return get_metadata_llm(config)
+    except Exception as exc:  # noqa: BLE001 - the documents are still indexed, only without metadata
+        st.warning(f"Document metadata is enabled but the LLM could not be loaded: {escape_markdown(str(exc))}",
+                   icon=":material/warning:")
+        return None
+
+
 st.title("Documents")
 
 with st.form("upload", clear_on_submit=True):
@@ -36,10 +51,11 @@ with st.form("upload", clear_on_submit=True):
                                     "embedded and indexed in the background.")
     submitted = st.form_submit_button("Upload and index", type="primary")
 if submitted and uploads:
+    llm = metadata_llm()
     queued = 0
     for upload in uploads:
         try:
-            jobs.submit(upload.getvalue(), upload.name, config, owner=owner)
+            jobs.submit(upload.getvalue(), upload.name, config, owner=owner, metadata_llm=llm)
             queued += 1
         except QueueFullError as exc:
             st.error(escape_markdown(str(exc)), icon=":material/hourglass_top:")
@@ -93,8 +109,9 @@ if not records:
     st.stop()
 
 table = pd.DataFrame([{
-    "name": plain(r.file_name), "pages": r.pages, "chunks": r.chunks, "language": r.language or "–",
-    "status": r.status, "error": plain(r.error or ""), "id": r.doc_id,
+    "name": plain(r.file_name), "pages": r.pages, "chunks": r.chunks, "tables": r.tables,
+    "OCR'd pages": r.ocr_pages, "language": r.language or "–", "status": r.status, "error": plain(r.error or ""),
+    "id": r.doc_id,
 } for r in records])
 st.dataframe(table, hide_index=True, width="stretch")
 
@@ -114,34 +131,53 @@ if actions[0].button("Re-index", help="Parse, chunk and embed again with the cur
     from rag.ingest.ingestor import Ingestor
 
     with st.status(f"Re-indexing {label(record.file_name)}…", expanded=False) as status:
-        result = Ingestor(store, config).reindex(doc_id)
+        result = Ingestor(store, config, metadata_llm=metadata_llm()).reindex(doc_id)
         status.update(label=label(f"{record.file_name}: {result.status} {result.error}"),
                       state="complete" if result.ok else "error")
 if actions[1].button("Delete", type="secondary"):
-    store.delete(doc_id)
-    st.toast(f"Deleted {label(record.file_name)}")
-    st.rerun()
+    try:
+        store.delete(doc_id)
+    except RuntimeError as exc:  # another process is writing, or this document is being indexed
+        st.error(f"Not deleted: {escape_markdown(str(exc))}")
+    else:
+        st.toast(f"Deleted {label(record.file_name)}")
+        st.rerun()
 
 if record.error:
     st.error(escape_markdown(record.error))
-if record.summary:
-    st.markdown("**Summary**")
-    st.text(record.summary)
-    st.caption(f"Keywords: {label(record.keywords)} · Topics: {label(record.topics)}")  # written by the LLM
+ocr_pages = parse_page_ranges(record.ocr_pages)
+if ocr_pages:
+    st.info(f"Read by OCR (Tesseract), no text layer: page(s) {label(record.ocr_pages)}. Their text may hold "
+            "recognition errors.", icon=":material/document_scanner:")
+if record.notes:
+    with st.expander(f"{len(record.notes.splitlines())} note(s): what some pages lost, and why", expanded=True):
+        st.text(record.notes)
+if record.summary or record.keywords:
+    with st.container(border=True):
+        st.caption("Summary, keywords, topics and key phrases written by the LLM at ingest")
+        st.text(record.summary)
+        st.dataframe(pd.DataFrame([{"keywords": plain(record.keywords), "topics": plain(record.topics),
+                                    "key phrases": plain(record.key_phrases)}]), hide_index=True, width="stretch")
 
 if record.status == "completed":
     chunks = store.chunks(doc_id)
     left, right = st.columns([3, 2])
     with left:
-        st.markdown(f"**{len(chunks)} chunks**")
+        tables = sum(1 for chunk in chunks if chunk.kind == "table")
+        st.markdown(f"**{len(chunks)} chunks**" + (f" ({tables} from tables)" if tables else ""))
         for chunk in chunks[:200]:
             pages = (f"p. {chunk.page_start}" if chunk.page_start == chunk.page_end
                      else f"pp. {chunk.page_start}–{chunk.page_end}")
-            with st.expander(f"#{chunk.index} · {pages} · {label(chunk.heading_path or chunk.text[:60])}"):
+            kind = " · table" if chunk.kind == "table" else ""
+            scanned = " · OCR" if chunk.page_start in ocr_pages else ""
+            with st.expander(f"#{chunk.index} · {pages}{kind}{scanned} · "
+                             f"{label(chunk.heading_path or chunk.text[:60])}"):
                 st.text(chunk.text)  # never markdown or HTML: document text is data
     with right:
         if record.file_type == "pdf":
             page_number = st.number_input("Page preview", min_value=1, max_value=max(record.pages, 1), value=1)
+            if int(page_number) in ocr_pages:
+                st.caption(f"Page {int(page_number)} has no text layer; its text was read by OCR.")
             try:
                 st.image(render_page_png(store.stored_file(doc_id), int(page_number)), width="stretch")
             except (OSError, ValueError, RuntimeError) as exc:  # includes a page too large to draw

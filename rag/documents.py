@@ -26,6 +26,18 @@ class Word:
     end: int
 
 
+@dataclass(frozen=True)
+class TableSpan:
+    """A table (or one part of a split table) written into ``Page.text`` as a Markdown block."""
+
+    start: int  # offsets into Page.text
+    end: int
+    caption: str = ""
+    rows: int = 0  # body rows in this part
+    part: int = 1
+    parts: int = 1
+
+
 @dataclass
 class Page:
     number: int  # 1-based
@@ -33,6 +45,8 @@ class Page:
     words: list[Word] = field(default_factory=list)
     width: float = 0.0
     height: float = 0.0
+    ocr: bool = False  # the text came from Tesseract, not from the PDF's text layer
+    tables: list[TableSpan] = field(default_factory=list)
 
 
 @dataclass
@@ -52,6 +66,9 @@ class ParsedDocument:
     pages: list[Page]
     sections: list[Section] = field(default_factory=list)
     title: str = ""
+    # what a page lost and why (OCR or table extraction failed, a limit was reached): shown to the user
+    notes: list[str] = field(default_factory=list)
+    ocr_languages: str = ""  # Tesseract languages used, when any page was OCR'd
 
     @property
     def separator(self) -> str:
@@ -69,6 +86,15 @@ class ParsedDocument:
             position += len(page.text) + len(self.separator)
         return offsets
 
+    def table_spans(self) -> list[tuple[int, int]]:
+        """(start, end) of every table block inside ``full_text``, in order."""
+        return [(offset + table.start, offset + table.end)
+                for page, offset in zip(self.pages, self.page_offsets()) for table in page.tables]
+
+    @property
+    def ocr_pages(self) -> list[int]:
+        return [page.number for page in self.pages if page.ocr]
+
 
 @dataclass
 class Chunk:
@@ -85,6 +111,7 @@ class Chunk:
     heading_path: str = ""
     parent_id: str = ""
     parent_text: str = ""  # parent_child strategy: the wider passage given to the LLM
+    kind: str = "text"  # "table": a Markdown table block (caption, header row, body rows)
 
     def metadata(self) -> dict[str, Any]:
         """Flat metadata as Chroma stores it (str, int, float, bool only)."""
@@ -131,3 +158,27 @@ class DocumentRecord:
     keywords: str = ""  # comma separated
     topics: str = ""
     key_phrases: str = ""
+    ocr_pages: str = ""  # pages read by OCR, as ranges: "1-3, 7"
+    tables: int = 0  # table blocks indexed as their own chunks
+    notes: str = ""  # one line per page that lost something, with the reason (see ParsedDocument.notes)
+
+
+def page_ranges(numbers: list[int]) -> str:
+    """"1-3, 7" for [1, 2, 3, 7]."""
+    ranges: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if ranges and ranges[-1][1] == number - 1:
+            ranges[-1][1] = number
+        else:
+            ranges.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def parse_page_ranges(text: str) -> set[int]:
+    """{1, 2, 3, 7} for "1-3, 7" (what ``page_ranges`` writes); unreadable parts are skipped."""
+    pages: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        if first.isdigit() and (not last or last.isdigit()):
+            pages.update(range(int(first), min(int(last or first), int(first) + 100_000) + 1))
+    return pages

@@ -47,7 +47,7 @@ from rag.config import (
 logger = logging.getLogger(__name__)
 
 PRESET_SECTIONS = ("chunking", "embedding", "retrieval", "rerank", "mmr", "query", "reflection", "generation",
-                   "llm", "metadata")
+                   "llm", "metadata", "ingest")
 NAME_PATTERN = re.compile(r"^[\w][\w .\-]{0,59}$", re.UNICODE)
 CURRENT_FILE = ".current.yaml"
 

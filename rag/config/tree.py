@@ -19,7 +19,7 @@ import yaml
 from pydantic import Field
 
 from rag.config.answering import GenerationConfig, LLMConfig
-from rag.config.indexing import ChunkingConfig, EmbeddingConfig, MetadataConfig, StorageConfig
+from rag.config.indexing import ChunkingConfig, EmbeddingConfig, IngestConfig, MetadataConfig, StorageConfig
 from rag.config.schema import ConfigError, SettingSpec, config_section, literal_message, section_specs, type_message
 from rag.config.search import MMRConfig, QueryConfig, ReflectionConfig, RerankConfig, RetrievalConfig
 from rag.config.endpoint import ENDPOINT_FIELDS
@@ -39,6 +39,7 @@ class RagConfig:
     llm: LLMConfig = Field(default_factory=LLMConfig, description="The answering model.")
     storage: StorageConfig = Field(default_factory=StorageConfig, description="Where everything is stored.")
     metadata: MetadataConfig = Field(default_factory=MetadataConfig, description="Ingest-time LLM metadata.")
+    ingest: IngestConfig = Field(default_factory=IngestConfig, description="How pages are read: OCR and tables.")
 
     def validate(self) -> RagConfig:
         """Kept for callers that validate explicitly; an invalid config cannot be built."""

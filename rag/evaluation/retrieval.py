@@ -22,7 +22,7 @@ from rag.config import DEFAULT_HOME, MAX_CONTEXT_TOKENS, RagConfig
 from rag.documents import Chunk
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT, EvalDataset, document_text, load_dataset
 from rag.evaluation.metrics import aggregate, latency_percentiles
-from rag.ingest.ingestor import embed_chunks
+from rag.ingest.embedding import embed_chunks
 from rag.text.language import detect_language
 from rag.retrieval.query import QueryError
 from rag.index.store import DocumentStore

@@ -19,7 +19,7 @@ class EmbeddingCache:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30.0)  # other processes write too
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS embeddings ("
                          " model_id TEXT, text_sha TEXT, vector BLOB, PRIMARY KEY (model_id, text_sha))")

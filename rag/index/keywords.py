@@ -4,36 +4,36 @@ It is also the node store: Chroma keeps vectors, but llama-index keeps no docsto
 index, so chunk text and metadata live here too (keyword-only retrieval must work when the vector
 side is down).
 
-Token lists are stored per chunk in SQLite, so adding or deleting a document re-tokenizes only that
-document; the bm25s matrices are then re-assembled from the stored tokens (a sparse build, ~1 s per
-100k chunks) and saved beside them.
+Token lists are stored per chunk in SQLite (``keyword_rows``, the source of truth), so adding or
+deleting a document re-tokenizes only that document; the matrices are then re-assembled from the
+stored tokens (a sparse build, ~1 s per 100k chunks) and saved atomically, checked by content on load
+(``bm25_files``).
+Queries load nothing: the index stays in memory and is swapped after each write. Another instance
+over the same folder (another store or process) notices a save by the identity of the ``CURRENT``
+file (one ``stat`` per query) and loads it.
 
-Two matrices are kept: one over tokens and one over adjacent token pairs (after stop words are
-removed). A query's score is ``bm25(tokens) + phrase_weight * bm25(pairs)``: shared phrases are
-strong evidence that plain bag-of-words BM25 throws away (on SQuAD dev it lifts MRR@10 of the
-hybrid pipeline from 0.868 to 0.878; see README). Queries load nothing: the index stays in memory and is swapped
-atomically after each write.
+Two matrices are kept, over tokens and over adjacent token pairs (``bm25_files.build``). A query's
+score is ``bm25(tokens) + phrase_weight * bm25(pairs)``: shared phrases are strong evidence that plain
+bag-of-words BM25 throws away (on SQuAD dev it lifts MRR@10 of the hybrid pipeline from 0.868 to
+0.878; see README).
 
 BM25's term-frequency saturation ``k1`` is 0.5, not bm25s' 1.5 (``BM25_PARAMS``). Chosen on tuning
 splits with the default hybrid pipeline (docs/retrieval-protocol.md): a lower k1 ranked better fused
 on SciFact train and the tune halves of SQuAD and CMRC2018; b 0.5-0.9 made no difference. The scores
 are baked into the saved matrices, so an index saved with other parameters is rebuilt from its stored
-tokens when opened.
+tokens when opened; so is one whose rows an older tokenizer made, after they are re-tokenized
+(``retokenize_if_stale``, which the store runs under the write lock).
 
-Tokens depend on the tokenizer (``rag.text.tokenizer.TOKENIZER_VERSION``; version 2 reads
-traditional Chinese as simplified). An index whose tokens were made by another version is
-re-tokenized from its stored chunk text when opened, so a library indexed before traditional
-Chinese was normalised matches traditional questions without re-embedding anything.
+Documents that ``hidden`` names (the store passes every registry row that is not completed) are never
+returned by ``search``, so a half-written or half-deleted document stays out of retrieval.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import shutil
-import sqlite3
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -41,7 +41,11 @@ import bm25s
 import numpy as np
 
 from rag.documents import Chunk
-from rag.text.tokenizer import TOKENIZER_VERSION, tokenize
+from rag.index import bm25_files
+from rag.index.bm25_files import token_pairs
+from rag.index.failpoints import reached
+from rag.index.keyword_rows import KeywordRows
+from rag.text.tokenizer import tokenize
 
 logger = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG to stderr
@@ -56,29 +60,46 @@ class KeywordHit:
     score: float
 
 
-class KeywordIndex:
-    """BM25 over every stored chunk, with optional restriction to some documents."""
+@dataclass(frozen=True)
+class _View:
+    """One consistent in-memory index: matrices, their chunk order, and where they came from."""
 
-    def __init__(self, folder: Path, *, tokenizer: Callable[[str], list[str]] = tokenize) -> None:
+    retriever: bm25s.BM25 | None = None
+    phrases: bm25s.BM25 | None = None
+    chunk_ids: list[str] = field(default_factory=list)
+    doc_ids: np.ndarray = field(default_factory=lambda: np.array([], dtype=object))
+    digest: str = ""
+    identity: tuple[int, int, int] | None = None  # of the CURRENT file this view was loaded from or saved as
+
+
+class KeywordIndex:
+    """BM25 over every stored chunk, with optional restriction to some documents.
+
+    Args:
+        folder: Where the tokens and the saved matrices live.
+        tokenizer: Text to BM25 tokens. Defaults to ``rag.text.tokenizer.tokenize``.
+        hidden: Documents ``search`` must skip (called per query; cache inside). Defaults to none.
+        may_save: Whether this instance may write on open (re-tokenize rows an older tokenizer made, save
+            rebuilt matrices); the store allows it only while it holds the library's write lock.
+            Defaults to always.
+    """
+
+    def __init__(self, folder: Path, *, tokenizer: Callable[[str], list[str]] = tokenize,
+                 hidden: Callable[[], frozenset[str]] | None = None,
+                 may_save: Callable[[], bool] | None = None) -> None:
         self._folder = folder
         self._folder.mkdir(parents=True, exist_ok=True)
         self._tokenize = tokenizer
+        self._hidden = hidden or frozenset
+        self._may_save = may_save or (lambda: True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(folder / "tokens.sqlite3", check_same_thread=False)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS chunk_tokens ("
-            " chunk_id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, position INTEGER NOT NULL, tokens TEXT NOT NULL,"
-            " text TEXT NOT NULL, metadata TEXT NOT NULL)"
-        )
-        self._db.execute("CREATE INDEX IF NOT EXISTS chunk_tokens_doc ON chunk_tokens(doc_id)")
-        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._db.commit()
-        if tokenizer is tokenize:
-            self._retokenize_if_stale()
-        self._retriever: bm25s.BM25 | None = None
-        self._phrases: bm25s.BM25 | None = None
-        self._chunk_ids: list[str] = []
-        self._doc_ids: np.ndarray = np.array([], dtype=object)
+        self._rows_db = KeywordRows(folder / "tokens.sqlite3")
+        self._view = _View()
+        self._seen: tuple[int, int, int] | None = None
+        self._mask: tuple[tuple[int, frozenset[str]], np.ndarray] | None = None
+        self.generation = 0  # changes whenever the in-memory index does (keys caches)
+        if self._may_save() and tokenizer is tokenize:
+            self._rows_db.retokenize(tokenize, keyword_text)
         self._load_or_build()
 
     # -- writes -------------------------------------------------------------------------------
@@ -93,44 +114,56 @@ class KeywordIndex:
                  c.text, json.dumps(c.metadata(), ensure_ascii=False))
                 for doc_id, chunks in documents.items() for c in chunks]
         with self._lock:
-            self._db.executemany("DELETE FROM chunk_tokens WHERE doc_id = ?", [(d,) for d in documents])
-            self._db.executemany("INSERT INTO chunk_tokens VALUES (?, ?, ?, ?, ?, ?)", rows)
-            self._db.commit()
-            self._rebuild()
+            self._rows_db.replace(documents, rows)
+            reached("bm25.tokens_committed")
+            self._rebuild(save=True)
 
     def delete(self, doc_id: str) -> int:
         with self._lock:
-            removed = self._db.execute("DELETE FROM chunk_tokens WHERE doc_id = ?", (doc_id,)).rowcount
-            self._db.commit()
+            removed = self._rows_db.delete(doc_id)
             if removed:
-                self._rebuild()
+                reached("bm25.tokens_committed")
+                self._rebuild(save=True)
             return removed
+
+    def save_if_stale(self) -> bool:
+        """Rebuild and save if the in-memory or the saved matrices were not built from the current token
+        rows (a writer died between committing tokens and saving); the caller holds the library's write
+        lock. Returns whether it saved."""
+        with self._lock:
+            self.refresh()
+            digest = self._rows_digest()
+            if self._view.digest == digest and bm25_files.saved_digest(self._folder) == digest:
+                return False
+            self._rebuild(save=True)
+            return True
+
+    def retokenize_if_stale(self) -> bool:
+        """Re-tokenize rows an older tokenizer made, then rebuild and save; the caller holds the
+        library's write lock. Returns whether it did."""
+        if self._tokenize is not tokenize:  # a custom tokenizer has no version to compare
+            return False
+        with self._lock:
+            if not self._rows_db.retokenize(tokenize, keyword_text):
+                return False
+            self._rebuild(save=True)
+            return True
 
     # -- reads --------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._chunk_ids)
+        return len(self._current().chunk_ids)
 
     def doc_ids(self) -> set[str]:
-        return set(self._doc_ids.tolist())
+        return set(self._current().doc_ids.tolist())
 
     def get(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
-        found: dict[str, Chunk] = {}
-        ids = list(chunk_ids)
-        with self._lock:
-            for start in range(0, len(ids), 500):
-                batch = ids[start:start + 500]
-                marks = ",".join("?" * len(batch))
-                for chunk_id, text, metadata in self._db.execute(
-                        f"SELECT chunk_id, text, metadata FROM chunk_tokens WHERE chunk_id IN ({marks})", batch):
-                    found[chunk_id] = Chunk.from_metadata(text, json.loads(metadata))
-        return found
+        return self._rows_db.get(chunk_ids)
 
     def idf(self, tokens: Iterable[str]) -> dict[str, float]:
         """``log(1 + N / (1 + df))`` per token, chunks as documents; a token no chunk has gets the
         highest weight (df 0). Read from the BM25 matrix, whose column pointers count each token's chunks."""
-        with self._lock:
-            retriever = self._retriever
+        retriever = self._current().retriever
         weights: dict[str, float] = {}
         if retriever is None:
             return {token: 1.0 for token in tokens}
@@ -143,21 +176,24 @@ class KeywordIndex:
         return weights
 
     def chunks_of(self, doc_id: str) -> list[Chunk]:
-        with self._lock:
-            rows = self._db.execute("SELECT text, metadata FROM chunk_tokens WHERE doc_id = ? ORDER BY position",
-                                    (doc_id,)).fetchall()
-        return [Chunk.from_metadata(text, json.loads(metadata)) for text, metadata in rows]
+        return self._rows_db.chunks_of(doc_id)
+
+    def chunk_ids_by_doc(self) -> dict[str, set[str]]:
+        """Every stored chunk id per document, from the token rows (for consistency checks)."""
+        found: dict[str, set[str]] = {}
+        for chunk_id, doc_id, _tokens in self._rows():
+            found.setdefault(doc_id, set()).add(chunk_id)
+        return found
 
     def search(self, query: str, k: int, *, doc_ids: Iterable[str] | None = None,
                phrase_weight: float = 0.5) -> list[KeywordHit]:
         """Top-k chunks by BM25 (plus ``phrase_weight`` x BM25 over token pairs).
 
-        Chunks that share no token with the query are never returned.
+        Chunks that share no token with the query, and chunks of hidden documents, are never returned.
         """
-        with self._lock:
-            retriever, phrases = self._retriever, self._phrases
-            chunk_ids, chunk_docs = self._chunk_ids, self._doc_ids
-        if retriever is None or not chunk_ids:
+        view = self._current()
+        retriever, phrases = view.retriever, view.phrases
+        if retriever is None or not view.chunk_ids:
             return []
         tokens = self._tokenize(query)
         token_ids = [retriever.vocab_dict[t] for t in tokens if t in retriever.vocab_dict]
@@ -169,87 +205,106 @@ class KeywordIndex:
             if pair_ids:
                 scores = scores + phrase_weight * phrases.get_scores_from_ids(pair_ids)
         if doc_ids is not None:
-            scores = scores * np.isin(chunk_docs, list(doc_ids))
+            scores = scores * np.isin(view.doc_ids, list(doc_ids))
+        visible = self._visible(view)
+        if visible is not None:
+            scores = scores * visible
         candidates = np.flatnonzero(scores > 0)
         if candidates.size > k:
             candidates = candidates[np.argpartition(-scores[candidates], k - 1)[:k]]
         order = candidates[np.argsort(-scores[candidates], kind="stable")]
-        return [KeywordHit(chunk_ids[i], str(chunk_docs[i]), float(scores[i])) for i in order]
+        return [KeywordHit(view.chunk_ids[i], str(view.doc_ids[i]), float(scores[i])) for i in order]
+
+    def refresh(self) -> bool:
+        """Load the index another instance saved, if ``CURRENT`` changed since this one looked; returns
+        whether the in-memory index changed. A saved index that does not match the token rows (its
+        writer is still at work, or died) is skipped: this instance keeps its last good index."""
+        identity = bm25_files.current_identity(self._folder)
+        if identity == self._seen:
+            return False
+        with self._lock:
+            if identity == self._seen:
+                return False
+            self._seen = identity
+            try:
+                saved = bm25_files.load(self._folder, BM25_PARAMS)
+            except bm25_files.InvalidIndex as exc:
+                logger.debug("not reloading the BM25 index: %s", exc)
+                return False
+            if saved.digest != self._rows_digest():
+                logger.debug("not reloading the BM25 index %s: built from other token rows", saved.name)
+                return False
+            self._set(_View(saved.retriever, saved.phrases, saved.chunk_ids,
+                            np.array(saved.doc_ids, dtype=object), saved.digest, identity))
+            return True
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _rebuild(self) -> None:
-        rows = self._db.execute(
-            "SELECT chunk_id, doc_id, tokens FROM chunk_tokens ORDER BY doc_id, position").fetchall()
-        chunk_ids = [r[0] for r in rows]
-        doc_ids = np.array([r[1] for r in rows], dtype=object)
-        retriever = phrases = None
-        if rows:
-            tokens = [json.loads(r[2]) for r in rows]
-            retriever = bm25s.BM25(**BM25_PARAMS)
-            retriever.index([t or [""] for t in tokens], show_progress=False)
-            phrases = bm25s.BM25(**BM25_PARAMS)
-            phrases.index([token_pairs(t) or [""] for t in tokens], show_progress=False)
-            self._save(retriever, phrases, chunk_ids, doc_ids)
-        else:
-            shutil.rmtree(self._folder / "bm25s", ignore_errors=True)
-        self._retriever, self._phrases, self._chunk_ids, self._doc_ids = retriever, phrases, chunk_ids, doc_ids
+    def _current(self) -> _View:
+        self.refresh()
+        return self._view
 
-    def _save(self, retriever: bm25s.BM25, phrases: bm25s.BM25, chunk_ids: list[str], doc_ids: np.ndarray) -> None:
-        staging = self._folder / "bm25s.tmp"
-        shutil.rmtree(staging, ignore_errors=True)
-        retriever.save(str(staging / "tokens"))
-        phrases.save(str(staging / "pairs"))
-        (staging / "chunks.json").write_text(json.dumps({"chunk_ids": chunk_ids, "doc_ids": doc_ids.tolist()}))
-        final = self._folder / "bm25s"
-        shutil.rmtree(final, ignore_errors=True)
-        staging.rename(final)
+    def _set(self, view: _View) -> None:
+        self._view = view
+        self.generation += 1
+
+    def _visible(self, view: _View) -> np.ndarray | None:
+        hidden = self._hidden()
+        if not hidden:
+            return None
+        key = (self.generation, hidden)
+        mask = self._mask
+        if mask is None or mask[0] != key:
+            mask = (key, (~np.isin(view.doc_ids, list(hidden))).astype(np.float32))
+            self._mask = mask
+        return mask[1]
+
+    def _rows(self) -> list[tuple[str, str, str]]:
+        return self._rows_db.rows()
+
+    def _rows_digest(self) -> str:
+        return bm25_files.rows_digest(self._rows())
+
+    def _rebuild(self, *, save: bool) -> None:
+        with self._lock:
+            version = self._data_version()
+            rows = self._rows()
+            digest = bm25_files.rows_digest(rows)
+            chunk_ids = [r[0] for r in rows]
+            doc_ids = [r[1] for r in rows]
+            retriever, phrases = bm25_files.build([json.loads(r[2]) for r in rows], BM25_PARAMS)
+            self._set(_View(retriever, phrases, chunk_ids, np.array(doc_ids, dtype=object), digest, None))
+            if not save:
+                return
+            name = bm25_files.save(self._folder, retriever, phrases, chunk_ids, doc_ids, digest, BM25_PARAMS,
+                                   still_current=lambda: self._data_version() == version)
+            if name is not None:
+                identity = bm25_files.current_identity(self._folder)
+                self._seen = identity
+                self._set(_View(retriever, phrases, chunk_ids, self._view.doc_ids, digest, identity))
+
+    def _data_version(self) -> int:
+        return self._rows_db.data_version()
 
     def _load_or_build(self) -> None:
-        saved = self._folder / "bm25s"
-        stored = self._db.execute("SELECT COUNT(*) FROM chunk_tokens").fetchone()[0]
         try:
-            meta = json.loads((saved / "chunks.json").read_text())
-            if len(meta["chunk_ids"]) == stored and stored:
-                retriever = bm25s.BM25.load(str(saved / "tokens"))
-                phrases = bm25s.BM25.load(str(saved / "pairs"))
-                if all(_params(index) == BM25_PARAMS for index in (retriever, phrases)):
-                    self._retriever, self._phrases = retriever, phrases
-                    self._chunk_ids = meta["chunk_ids"]
-                    self._doc_ids = np.array(meta["doc_ids"], dtype=object)
-                    return
-                logger.info("BM25 index saved with %s; rebuilding it with %s", _params(retriever), BM25_PARAMS)
-        except (OSError, ValueError, KeyError) as exc:
-            if stored:
-                logger.info("BM25 index missing or unreadable (%s); rebuilding from stored tokens", exc)
-        self._rebuild()
-
-    def _retokenize_if_stale(self) -> None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'tokenizer_version'").fetchone()
-        stored = int(row[0]) if row else 1  # indexes from before the version was recorded: version 1
-        if stored != TOKENIZER_VERSION:
-            rows = self._db.execute("SELECT chunk_id, text, metadata FROM chunk_tokens").fetchall()
-            if rows:
-                logger.info("re-tokenizing %d chunks (tokenizer version %s -> %s)", len(rows), stored,
-                            TOKENIZER_VERSION)
-            updates = [(json.dumps(self._tokenize(keyword_text(Chunk.from_metadata(text, json.loads(meta)))),
-                                   ensure_ascii=False), chunk_id) for chunk_id, text, meta in rows]
-            self._db.executemany("UPDATE chunk_tokens SET tokens = ? WHERE chunk_id = ?", updates)
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('tokenizer_version', ?)", (str(TOKENIZER_VERSION),))
-            self._db.commit()
-            shutil.rmtree(self._folder / "bm25s", ignore_errors=True)  # its matrices hold the old tokens
+            saved = bm25_files.load(self._folder, BM25_PARAMS)
+            if saved.digest == self._rows_digest():
+                identity = bm25_files.current_identity(self._folder)
+                self._seen = identity
+                self._set(_View(saved.retriever, saved.phrases, saved.chunk_ids,
+                                np.array(saved.doc_ids, dtype=object), saved.digest, identity))
+                return
+            logger.info("the saved BM25 index was built from other token rows; rebuilding it")
+        except bm25_files.InvalidIndex as exc:
+            if self._rows_db.any():
+                logger.info("BM25 index not usable (%s); rebuilding from stored tokens", exc)
+        self._seen = bm25_files.current_identity(self._folder)
+        self._rebuild(save=self._may_save())
 
     def close(self) -> None:
-        self._db.close()
-
-
-def _params(index: bm25s.BM25) -> dict[str, float]:
-    return {name: float(getattr(index, name)) for name in BM25_PARAMS}
-
-
-def token_pairs(tokens: Sequence[str]) -> list[str]:
-    """Adjacent token pairs, the phrase evidence ("new york" as one unit)."""
-    return [f"{a}\u241f{b}" for a, b in zip(tokens, tokens[1:])]
+        with self._lock:
+            self._rows_db.close()
 
 
 def keyword_text(chunk: Chunk) -> str:

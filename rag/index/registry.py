@@ -1,7 +1,9 @@
 """The document registry: one SQLite row per document, with its status and what ingest learned.
 
-Status moves pending → processing → completed | failed. A row still pending or processing when the
-store opens belongs to an ingest that died; the store cleans such rows up (see ``DocumentStore``).
+Status moves pending → processing → completed | failed; a delete marks the row ``deleting`` before it
+removes anything, so an interrupted delete is finished at the next start. A row being worked on
+carries a *claim*: the process that owns the work (pid and start time, see ``ownership``) and what it
+does (ingest, reindex, delete). Recovery touches a row only when its claim's owner is gone.
 """
 
 from __future__ import annotations
@@ -9,40 +11,77 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from rag.documents import DocumentRecord
+from rag.index.ownership import Owner
 
-STATUSES = ("pending", "processing", "completed", "failed")
+STATUSES = ("pending", "processing", "completed", "failed", "deleting")
+UNFINISHED = ("pending", "processing", "deleting")
 _COLUMNS = [f.name for f in fields(DocumentRecord)]
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM documents"  # named: the table's column order may differ
+_INTEGER_COLUMNS = ("pages", "chunks", "tables")
+_BUSY_TIMEOUT_S = 30.0
+
+
+def _column_type(name: str) -> str:
+    return "REAL" if name.endswith("_at") else "INTEGER" if name in _INTEGER_COLUMNS else "TEXT"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A process working on a document: ``operation`` is ingest, reindex or delete."""
+
+    doc_id: str
+    owner: Owner
+    operation: str
+    claimed_at: float
+
+    def alive(self) -> bool:
+        return self.owner.alive()
+
+    def describe(self) -> str:
+        verb = {"ingest": "being ingested", "reindex": "being re-indexed", "delete": "being deleted"}
+        return (f"{verb.get(self.operation, 'in use')} by {self.owner.describe()} since "
+                f"{time.strftime('%H:%M:%S', time.localtime(self.claimed_at))}")
 
 
 class Registry:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(path, check_same_thread=False)
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=_BUSY_TIMEOUT_S)
         self._db.execute("PRAGMA journal_mode=WAL")
-        columns = ", ".join(
-            f"{name} {'REAL' if name.endswith('_at') else 'INTEGER' if name in ('pages', 'chunks') else 'TEXT'}"
-            + (" PRIMARY KEY" if name == "doc_id" else "")
-            for name in _COLUMNS
-        )
-        self._db.execute(f"CREATE TABLE IF NOT EXISTS documents ({columns})")
-        self._db.execute("CREATE UNIQUE INDEX IF NOT EXISTS documents_sha ON documents(sha256)")
-        self._db.commit()
+        columns = ", ".join(f"{name} {_column_type(name)}" + (" PRIMARY KEY" if name == "doc_id" else "")
+                            for name in _COLUMNS)
+        with self._db:
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS documents ({columns})")
+            # a registry written before a field was added gets the column, so its rows stay readable
+            present = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+            for name in _COLUMNS:
+                if name not in present:
+                    default = "0" if _column_type(name) in ("INTEGER", "REAL") else "''"
+                    self._db.execute(f"ALTER TABLE documents ADD COLUMN {name} {_column_type(name)} DEFAULT {default}")
+            self._db.execute("CREATE UNIQUE INDEX IF NOT EXISTS documents_sha ON documents(sha256)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS documents_status ON documents(status)")  # per write
+            self._db.execute("CREATE TABLE IF NOT EXISTS claims (doc_id TEXT PRIMARY KEY, pid INTEGER NOT NULL,"
+                             " started TEXT NOT NULL, operation TEXT NOT NULL, claimed_at REAL NOT NULL)")
+        self._own_commits = 0
+        self._hidden: tuple[tuple[int, int], frozenset[str]] | None = None
+
+    # -- documents ----------------------------------------------------------------------------
 
     def get(self, doc_id: str) -> DocumentRecord | None:
-        return self._one("SELECT * FROM documents WHERE doc_id = ?", (doc_id,))
+        return self._one(f"{_SELECT} WHERE doc_id = ?", (doc_id,))
 
     def by_sha256(self, sha256: str) -> DocumentRecord | None:
-        return self._one("SELECT * FROM documents WHERE sha256 = ?", (sha256,))
+        return self._one(f"{_SELECT} WHERE sha256 = ?", (sha256,))
 
     def all(self) -> list[DocumentRecord]:
         with self._lock:
-            rows = self._db.execute("SELECT * FROM documents ORDER BY created_at").fetchall()
+            rows = self._db.execute(f"{_SELECT} ORDER BY created_at").fetchall()
         return [DocumentRecord(*row) for row in rows]
 
     def fingerprint(self) -> tuple[int, float]:
@@ -56,31 +95,99 @@ class Registry:
             rows = self._db.execute("SELECT doc_id FROM documents WHERE status = ?", (status,)).fetchall()
         return {row[0] for row in rows}
 
+    def hidden_ids(self) -> frozenset[str]:
+        """Documents retrieval must not return: every row that is not ``completed`` (cached until any
+        connection, in any process, commits a change)."""
+        with self._lock:
+            token = (int(self._db.execute("PRAGMA data_version").fetchone()[0]), self._own_commits)
+            if self._hidden is None or self._hidden[0] != token:
+                rows = self._db.execute("SELECT doc_id FROM documents WHERE status != 'completed'").fetchall()
+                self._hidden = (token, frozenset(row[0] for row in rows))
+            return self._hidden[1]
+
     def unfinished(self) -> list[DocumentRecord]:
-        return [r for r in self.all() if r.status in ("pending", "processing")]
+        """Rows being ingested, re-indexed or deleted (or left so by a process that died)."""
+        marks = ",".join("?" * len(UNFINISHED))
+        with self._lock:
+            rows = self._db.execute(f"{_SELECT} WHERE status IN ({marks}) ORDER BY created_at",
+                                    UNFINISHED).fetchall()
+        return [DocumentRecord(*row) for row in rows]
 
     def upsert(self, record: DocumentRecord) -> DocumentRecord:
-        now = time.time()
-        record = replace(record, created_at=record.created_at or now, updated_at=now)
-        placeholders = ", ".join("?" for _ in _COLUMNS)
-        with self._lock:
-            self._db.execute(f"INSERT OR REPLACE INTO documents VALUES ({placeholders})",
-                             [getattr(record, name) for name in _COLUMNS])
-            self._db.commit()
+        with self._lock, self._db:
+            record = self._upsert(record)
+        self._committed()
         return record
 
     def update(self, doc_id: str, **changes: Any) -> DocumentRecord:
         if "status" in changes and changes["status"] not in STATUSES:
             raise ValueError(f"unknown status {changes['status']!r}")
-        record = self.get(doc_id)
-        if record is None:
-            raise KeyError(doc_id)
-        return self.upsert(replace(record, **changes))
+        with self._lock:
+            record = self.get(doc_id)
+            if record is None:
+                raise KeyError(doc_id)
+            return self.upsert(replace(record, **changes))
 
     def delete(self, doc_id: str) -> None:
-        with self._lock:
+        """Remove a document's row and its claim."""
+        with self._lock, self._db:
             self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
-            self._db.commit()
+            self._db.execute("DELETE FROM claims WHERE doc_id = ?", (doc_id,))
+        self._committed()
+
+    # -- claims -------------------------------------------------------------------------------
+
+    def insert_claimed(self, record: DocumentRecord, owner: Owner, operation: str) -> DocumentRecord:
+        """Write a new row and its claim in one transaction (a crash leaves both or neither)."""
+        with self._lock, self._db:
+            record = self._upsert(record)
+            self._claim(record.doc_id, owner, operation)
+        self._committed()
+        return record
+
+    def claim(self, doc_id: str, owner: Owner, operation: str) -> None:
+        with self._lock, self._db:
+            self._claim(doc_id, owner, operation)
+        self._committed()
+
+    def release(self, doc_id: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM claims WHERE doc_id = ?", (doc_id,))
+        self._committed()
+
+    def claim_of(self, doc_id: str) -> Claim | None:
+        with self._lock:
+            row = self._db.execute("SELECT doc_id, pid, started, operation, claimed_at FROM claims"
+                                   " WHERE doc_id = ?", (doc_id,)).fetchone()
+        return _claim(row) if row else None
+
+    def claims(self) -> list[Claim]:
+        with self._lock:
+            rows = self._db.execute("SELECT doc_id, pid, started, operation, claimed_at FROM claims").fetchall()
+        return [_claim(row) for row in rows]
+
+    def live_claim(self, doc_id: str) -> Claim | None:
+        """The claim on ``doc_id`` if its owner still runs."""
+        claim = self.claim_of(doc_id)
+        return claim if claim is not None and claim.alive() else None
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _upsert(self, record: DocumentRecord) -> DocumentRecord:
+        now = time.time()
+        record = replace(record, created_at=record.created_at or now, updated_at=now)
+        placeholders = ", ".join("?" for _ in _COLUMNS)
+        self._db.execute(f"INSERT OR REPLACE INTO documents ({', '.join(_COLUMNS)}) VALUES ({placeholders})",
+                         [getattr(record, name) for name in _COLUMNS])
+        return record
+
+    def _claim(self, doc_id: str, owner: Owner, operation: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
+                         (doc_id, owner.pid, owner.started, operation, time.time()))
+
+    def _committed(self) -> None:
+        with self._lock:
+            self._own_commits += 1
 
     def _one(self, sql: str, args: tuple) -> DocumentRecord | None:
         with self._lock:
@@ -88,4 +195,9 @@ class Registry:
         return DocumentRecord(*row) if row else None
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
+
+
+def _claim(row: tuple) -> Claim:
+    return Claim(doc_id=row[0], owner=Owner(int(row[1]), str(row[2])), operation=row[3], claimed_at=float(row[4]))

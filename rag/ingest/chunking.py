@@ -8,6 +8,10 @@ is exactly ``full_text[char_start:char_end]`` and its pages and heading path fol
 * ``section``: never crosses a detected heading; recursive inside each section.
 * ``semantic``: breaks where neighbouring sentences' embeddings differ most (90th percentile).
 * ``parent_child``: small chunks for retrieval, each carrying the larger passage around it.
+
+Tables (``ParsedDocument.table_spans``, Markdown blocks the PDF parser already cut to the chunk
+size, repeating caption and header row) are chunks of their own, ``kind="table"``, whatever the
+strategy: the strategies only ever see the text between tables, so no chunk mixes prose and cells.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ class _Draft:
     heading_path: str | None = None  # None: derive from the sections before ``start``
     parent_id: str = ""
     parent_text: str = ""
+    kind: str = "text"
+
+
+Spans = list[tuple[int, int]]
 
 
 def chunk_document(doc: ParsedDocument, doc_id: str, config: ChunkingConfig, *,
@@ -55,17 +63,23 @@ def chunk_document(doc: ParsedDocument, doc_id: str, config: ChunkingConfig, *,
     """
     config.validate()
     text = doc.full_text
+    tables = doc.table_spans()
+    free = _between(len(text), tables)
+    size, overlap = config.chunk_size, config.chunk_overlap
     strategies: dict[str, Callable[[], list[_Draft]]] = {
-        "recursive": lambda: _recursive(text, 0, len(text), config.chunk_size, config.chunk_overlap),
-        "sentence": lambda: _sentence(text, config),
-        "section": lambda: _section(doc, text, config),
-        "semantic": lambda: _semantic(text, config, embed_fn),
-        "parent_child": lambda: _parent_child(text, doc_id, config),
+        "recursive": lambda: [d for a, b in free for d in _recursive(text, a, b, size, overlap)],
+        "sentence": lambda: [d for a, b in free for d in _sentence(text, config, a, b)],
+        "section": lambda: _section(doc, text, config, free),
+        "semantic": lambda: [d for a, b in free for d in _semantic(text, config, embed_fn, a, b)],
+        "parent_child": lambda: _parent_child(text, doc_id, config, free),
     }
     if config.strategy not in strategies:
         raise ValueError(f"unknown chunking strategy {config.strategy!r}; "
                          f"choose one of {', '.join(strategies)}")
-    chunks = _finish(doc, doc_id, strategies[config.strategy]())
+    drafts = strategies[config.strategy]()
+    for start, end in tables:  # a table row longer than the chunk size is still cut to fit
+        drafts += [_Draft(d.start, d.end, kind="table") for d in _recursive(text, start, end, size, 0)]
+    chunks = _finish(doc, doc_id, sorted(drafts, key=lambda draft: draft.start))
     log.debug("%s: %d %s chunks", doc.file_name, len(chunks), config.strategy)
     return chunks
 
@@ -87,13 +101,25 @@ def _recursive(text: str, start: int, end: int, size: int, overlap: int) -> list
     return [_Draft(a, b) for a, b in pack(text, pieces, size, overlap)]
 
 
-def _sentence(text: str, config: ChunkingConfig) -> list[_Draft]:
-    pieces = sentences(text, 0, len(text), config.chunk_size)
+def _between(length: int, tables: Spans) -> Spans:
+    """The spans of ``[0, length)`` outside every table."""
+    free, position = [], 0
+    for start, end in sorted(tables):
+        if start > position:
+            free.append((position, start))
+        position = max(position, end)
+    if position < length:
+        free.append((position, length))
+    return free
+
+
+def _sentence(text: str, config: ChunkingConfig, start: int, end: int) -> list[_Draft]:
+    pieces = sentences(text, start, end, config.chunk_size)
     spans = pack(text, pieces, config.chunk_size, config.chunk_overlap, partial_overlap=False)
     return [_Draft(a, b) for a, b in spans]
 
 
-def _section(doc: ParsedDocument, text: str, config: ChunkingConfig) -> list[_Draft]:
+def _section(doc: ParsedDocument, text: str, config: ChunkingConfig, free: Spans) -> list[_Draft]:
     sections = sorted(doc.sections, key=lambda section: section.offset)
     paths = heading_paths(sections)
     bounds = [min(max(section.offset, 0), len(text)) for section in sections]
@@ -102,22 +128,23 @@ def _section(doc: ParsedDocument, text: str, config: ChunkingConfig) -> list[_Dr
         end = bounds[index + 1] if index + 1 < len(bounds) else len(text)
         segments.append((bounds[index], end, path, section.title))
     drafts: list[_Draft] = []
-    for start, end, path, title in segments:
-        start, end = trim(text, start, end)
-        body = text[start:end]
-        if start >= end or (title and count_tokens(body) <= count_tokens(title)):
-            continue  # empty, or a heading directly followed by its first subheading
-        for draft in _recursive(text, start, end, config.chunk_size, config.chunk_overlap):
-            draft.heading_path = path
-            drafts.append(draft)
+    for segment_start, segment_end, path, title in segments:
+        for free_start, free_end in free:
+            start, end = trim(text, max(segment_start, free_start), min(segment_end, free_end))
+            body = text[start:end]
+            if start >= end or (title and count_tokens(body) <= count_tokens(title)):
+                continue  # empty, or a heading directly followed by its first subheading
+            for draft in _recursive(text, start, end, config.chunk_size, config.chunk_overlap):
+                draft.heading_path = path
+                drafts.append(draft)
     return drafts
 
 
-def _semantic(text: str, config: ChunkingConfig, embed_fn: EmbedFn | None) -> list[_Draft]:
+def _semantic(text: str, config: ChunkingConfig, embed_fn: EmbedFn | None, start: int, end: int) -> list[_Draft]:
     if embed_fn is None:
         raise ValueError("the semantic chunking strategy needs an embedder: pass embed_fn "
                          "(a function from texts to an array of embeddings)")
-    units = [piece for piece in sentences(text, 0, len(text), config.chunk_size)
+    units = [piece for piece in sentences(text, start, end, config.chunk_size)
              if text[piece.start:piece.end].strip()]
     if not units:
         return []
@@ -140,9 +167,9 @@ def _semantic(text: str, config: ChunkingConfig, embed_fn: EmbedFn | None) -> li
     return drafts
 
 
-def _parent_child(text: str, doc_id: str, config: ChunkingConfig) -> list[_Draft]:
+def _parent_child(text: str, doc_id: str, config: ChunkingConfig, free: Spans) -> list[_Draft]:
     drafts: list[_Draft] = []
-    parents = _recursive(text, 0, len(text), config.parent_chunk_size, 0)
+    parents = [d for a, b in free for d in _recursive(text, a, b, config.parent_chunk_size, 0)]
     for number, parent in enumerate(parents):
         start, end = trim(text, parent.start, parent.end)
         if start >= end:
@@ -177,5 +204,6 @@ def _finish(doc: ParsedDocument, doc_id: str, drafts: list[_Draft]) -> list[Chun
             text=chunk_text, index=len(chunks), page_start=first_page, page_end=last_page,
             char_start=start, char_end=end, language=detect_language(chunk_text),
             heading_path=draft.heading_path, parent_id=draft.parent_id, parent_text=draft.parent_text,
+            kind=draft.kind,
         ))
     return chunks

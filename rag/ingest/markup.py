@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import logging
 import re
+import zipfile
+from functools import partial
 from io import BytesIO
+from typing import Any, Callable
 
 from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
 from rag.documents import Page, ParsedDocument, Section
 from rag.text.language import cjk_share
-from rag.ingest.parse_errors import CorruptFileError, NoTextError, looks_like_text, sniff_kind
+from rag.ingest.options import ParseOptions
+from rag.ingest.parse_errors import ContentLimitError, CorruptFileError, NoTextError, looks_like_text, sniff_kind
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +32,7 @@ _HTML_BLOCKS = {"p", "div", "section", "article", "main", "aside", "header", "fo
                 "figure", "figcaption", "address", "details", "summary", "caption", "hr",
                 "h1", "h2", "h3", "h4", "h5", "h6", "body", "html"}
 _HTML_SKIPPED_STRINGS = (Comment, Declaration, Doctype, ProcessingInstruction)
+MAX_ARCHIVE_MEMBERS = 10_000  # a long Word document with many images has a few hundred
 
 
 def decode_text(data: bytes, file_name: str) -> str:
@@ -54,13 +59,13 @@ def _decode_legacy(data: bytes) -> str:
     return text if non_ascii and cjk_share(non_ascii) > 0.5 else data.decode("latin-1")
 
 
-def parse_text(data: bytes, file_name: str) -> ParsedDocument:
+def parse_text(data: bytes, file_name: str, options: ParseOptions | None = None) -> ParsedDocument:
     text = _require_text(decode_text(data, file_name).strip(), file_name)
     return ParsedDocument(file_name=file_name, file_type="txt", pages=[Page(number=1, text=text)],
                           title=file_name)
 
 
-def parse_markdown(data: bytes, file_name: str) -> ParsedDocument:
+def parse_markdown(data: bytes, file_name: str, options: ParseOptions | None = None) -> ParsedDocument:
     """Keep the Markdown source as the text (it reads fine); ``#`` lines become sections."""
     text = _require_text(decode_text(data, file_name).strip(), file_name)
     sections: list[Section] = []
@@ -77,7 +82,7 @@ def parse_markdown(data: bytes, file_name: str) -> ParsedDocument:
                           sections=sections, title=title)
 
 
-def parse_html(data: bytes, file_name: str) -> ParsedDocument:
+def parse_html(data: bytes, file_name: str, options: ParseOptions | None = None) -> ParsedDocument:
     """Visible text of the page, one paragraph per block element; h1-h6 become sections."""
     if not looks_like_text(data[:8192]):
         raise CorruptFileError(f"{file_name} is not an HTML page (content looks like {sniff_kind(data)}).")
@@ -99,7 +104,11 @@ def parse_html(data: bytes, file_name: str) -> ParsedDocument:
 
 
 class _HtmlText:
-    """Depth-first walk that collects whitespace-collapsed text blocks and heading positions."""
+    """Depth-first walk that collects whitespace-collapsed text blocks and heading positions.
+
+    The walk keeps its own stack instead of recursing, so a page nested thousands of tags deep (a
+    hostile upload) is read like any other instead of overflowing Python's recursion limit.
+    """
 
     def __init__(self) -> None:
         self.blocks: list[str] = []
@@ -107,34 +116,40 @@ class _HtmlText:
         self._buffer: list[str] = []
 
     def walk(self, node: Tag, preformatted: bool = False) -> None:
-        for child in node.children:
-            if isinstance(child, NavigableString):
-                if not isinstance(child, _HTML_SKIPPED_STRINGS):
-                    text = str(child)
-                    self._buffer.append(text.replace("\n", "\x00") if preformatted else text)
-            elif isinstance(child, Tag):
-                self._tag(child, preformatted)
+        stack: list[tuple[Any, bool] | Callable[[], None]] = [(node, preformatted)]
+        while stack:
+            entry = stack.pop()
+            if callable(entry):
+                entry()
+                continue
+            tag, pre = entry
+            for child in reversed(list(tag.children)):
+                if isinstance(child, NavigableString):
+                    if not isinstance(child, _HTML_SKIPPED_STRINGS):
+                        text = str(child)
+                        stack.append(partial(self._buffer.append, text.replace("\n", "\x00") if pre else text))
+                elif isinstance(child, Tag):
+                    stack.extend(reversed(self._tag(child, pre)))
 
-    def _tag(self, tag: Tag, preformatted: bool) -> None:
+    def _tag(self, tag: Tag, preformatted: bool) -> list[tuple[Any, bool] | Callable[[], None]]:
+        """What visiting ``tag`` does, in order: actions, and (tag, preformatted) to walk its children."""
         name = tag.name.lower()
         if name in _HTML_DROP or tag.get("hidden") is not None or tag.get("aria-hidden") == "true":
-            return
+            return []
         if name == "br":
-            self._buffer.append("\x00")
-        elif name in ("td", "th"):
-            self.walk(tag, preformatted)
-            self._buffer.append(" | ")
-        elif name == "tr":  # rows are lines of one table block
-            self.walk(tag, preformatted)
-            self._buffer.append("\x00")
-        elif name in _HTML_BLOCKS:
-            self.flush()
-            self.walk(tag, preformatted or name == "pre")
-            if name in ("h1", "h2", "h3", "h4", "h5", "h6") and self.flush():
-                self.headings.append((len(self.blocks) - 1, int(name[1])))
-            self.flush()
-        else:
-            self.walk(tag, preformatted)
+            return [partial(self._buffer.append, "\x00")]
+        if name in ("td", "th"):
+            return [(tag, preformatted), partial(self._buffer.append, " | ")]
+        if name == "tr":  # rows are lines of one table block
+            return [(tag, preformatted), partial(self._buffer.append, "\x00")]
+        if name in _HTML_BLOCKS:
+            return [self.flush, (tag, preformatted or name == "pre"), partial(self._close, name)]
+        return [(tag, preformatted)]
+
+    def _close(self, name: str) -> None:
+        if name in ("h1", "h2", "h3", "h4", "h5", "h6") and self.flush():
+            self.headings.append((len(self.blocks) - 1, int(name[1])))
+        self.flush()
 
     def flush(self) -> bool:
         """Close the current block; True when it had text."""
@@ -147,12 +162,18 @@ class _HtmlText:
         return bool(text)
 
 
-def parse_docx(data: bytes, file_name: str) -> ParsedDocument:
-    """Paragraphs and tables in body order; "Heading N" and "Title" styles become sections."""
+def parse_docx(data: bytes, file_name: str, options: ParseOptions | None = None) -> ParsedDocument:
+    """Paragraphs and tables in body order; "Heading N" and "Title" styles become sections.
+
+    Raises:
+        ContentLimitError: the archive unpacks to more than ``options.max_unpacked_mb`` or holds more
+            than ``MAX_ARCHIVE_MEMBERS`` files (a ZIP bomb is small on disk and huge in memory).
+    """
     import docx  # python-docx; imported here because only .docx uploads need it
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
+    check_archive(data, file_name, options or ParseOptions())
     try:
         document = docx.Document(BytesIO(data))
     except Exception as exc:  # BadZipFile, KeyError, python-docx's PackageNotFoundError, lxml errors
@@ -187,6 +208,27 @@ def parse_docx(data: bytes, file_name: str) -> ParsedDocument:
     title = core_title or (sections[0].title if sections else file_name)
     return ParsedDocument(file_name=file_name, file_type="docx", pages=[Page(number=1, text=text)],
                           sections=sections, title=title)
+
+
+def check_archive(data: bytes, file_name: str, options: ParseOptions) -> None:
+    """Refuse a ZIP-based file that would unpack to more than the limits allow, before unpacking it.
+
+    The sizes come from the archive's directory; a member that claims less than it holds fails its
+    CRC check when read, because ``zipfile`` stops at the claimed size.
+    """
+    try:
+        members = zipfile.ZipFile(BytesIO(data)).infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return  # damaged: python-docx says so in its own words
+    if len(members) > MAX_ARCHIVE_MEMBERS:
+        raise ContentLimitError(f"{file_name} holds {len(members):,} files inside its archive, over the limit of "
+                                f"{MAX_ARCHIVE_MEMBERS:,}; it is not an ordinary Word document.")
+    unpacked = sum(member.file_size for member in members)
+    limit = options.max_unpacked_mb * 1024 * 1024
+    if unpacked > limit:
+        raise ContentLimitError(f"{file_name} unpacks to {unpacked / 1024 / 1024:,.0f} MB, over the limit of "
+                                f"{options.max_unpacked_mb:g} MB (storage.max_unpacked_mb); it may be a ZIP bomb "
+                                "or hold very large embedded files.")
 
 
 def _docx_heading_level(style_name: str) -> int:

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Callable
 
 from rag.documents import ParsedDocument
+from rag.ingest.options import ParseOptions
 from rag.ingest.parse_errors import (
+    ContentLimitError,
     CorruptFileError,
     EmptyDocumentError,
     EncryptedFileError,
@@ -27,11 +29,13 @@ from rag.ingest.pdf import parse_pdf
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",
+    "ContentLimitError",
     "CorruptFileError",
     "EmptyDocumentError",
     "EncryptedFileError",
     "NoTextError",
     "ParseError",
+    "ParseOptions",
     "UnsupportedFileError",
     "file_type_of",
     "parse_bytes",
@@ -40,7 +44,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Parser = Callable[[bytes, str], ParsedDocument]
+Parser = Callable[[bytes, str, ParseOptions], ParsedDocument]
 
 _PARSERS: dict[str, Parser] = {
     "pdf": parse_pdf,
@@ -58,12 +62,13 @@ _EXPECTED_KINDS = {"pdf": ("a PDF",), "docx": ("a Word document", "a damaged ZIP
 _FORMAT_NAME = {"pdf": "a PDF", "docx": "a .docx Word document"}
 
 
-def parse_file(path: Path, *, file_name: str | None = None) -> ParsedDocument:
+def parse_file(path: Path, *, file_name: str | None = None, options: ParseOptions | None = None) -> ParsedDocument:
     """Parse a PDF, DOCX, Markdown, HTML or text file.
 
     Args:
         path: Where the bytes are (uploads are often stored under a hash, not their real name).
         file_name: The name shown to the user and stored on the document. Defaults to ``path.name``.
+        options: OCR, tables and content limits. Defaults to ``ParseOptions()``.
 
     Raises:
         ParseError: one of its subclasses, with a message naming the file and the problem.
@@ -74,16 +79,26 @@ def parse_file(path: Path, *, file_name: str | None = None) -> ParsedDocument:
         data = path.read_bytes()
     except OSError as exc:
         raise ParseError(f"{name} could not be read: {exc.strerror or exc}") from exc
-    return parse_bytes(data, name)
+    return parse_bytes(data, name, options)
 
 
-def parse_bytes(data: bytes, file_name: str) -> ParsedDocument:
-    """Parse in-memory file content; ``file_name`` decides the type together with the content."""
+def parse_bytes(data: bytes, file_name: str, options: ParseOptions | None = None) -> ParsedDocument:
+    """Parse in-memory file content; ``file_name`` decides the type together with the content.
+
+    Raises:
+        ParseError: one of its subclasses; ``ContentLimitError`` when the text is longer than
+            ``options.max_text_chars``.
+    """
+    options = options or ParseOptions()
     if not data:
         raise EmptyDocumentError(f"{file_name} is empty (0 bytes).")
     file_type = file_type_of(data, file_name)
     started = time.perf_counter()
-    document = _PARSERS[file_type](data, file_name)
+    document = _PARSERS[file_type](data, file_name, options)
+    characters = sum(len(page.text) for page in document.pages)
+    if characters > options.max_text_chars:
+        raise ContentLimitError(f"{file_name} holds {characters:,} characters of text, over the limit of "
+                                f"{options.max_text_chars:,} (storage.max_text_chars); split it into smaller files.")
     log.info("parsed %s as %s: %d page(s), %d section(s), %d chars in %.2f s", file_name, file_type,
              len(document.pages), len(document.sections), len(document.full_text),
              time.perf_counter() - started)

@@ -34,6 +34,10 @@ class UnsupportedFileError(ParseError):
     """The file type is not one we parse."""
 
 
+class ContentLimitError(ParseError):
+    """The content is larger than a limit allows (pages, unpacked size, text); the message names the limit."""
+
+
 def sniff_kind(data: bytes) -> str:
     """Name what ``data`` looks like, from magic bytes first and text heuristics second.
 

@@ -16,6 +16,11 @@ are folded to the ideographs, so ``Word.text`` can differ from what ``page.searc
 Blocks keep MuPDF's native order (the content stream order), which follows the columns of
 two-column papers; ``sort=True`` would interleave the columns line by line. Paragraphs that MuPDF
 cut into one block per line are rejoined first (``rag.ingest.pdf_layout``).
+
+Pages are read by ``rag.ingest.pdf_pages``: tables become Markdown blocks (``rag.ingest.tables``) and
+pages without a text layer are OCR'd (``rag.ingest.ocr``), each page falling back on its own with the
+reason kept in ``ParsedDocument.notes``. This module handles the document: opening it, its limits,
+its sections and its title.
 """
 
 from __future__ import annotations
@@ -25,11 +30,18 @@ import re
 
 import pymupdf
 
-from rag.documents import Page, ParsedDocument, Section, Word
+from rag.documents import ParsedDocument, Section
+from rag.ingest.options import ParseOptions
+from rag.ingest.parse_errors import (
+    ContentLimitError,
+    CorruptFileError,
+    EmptyDocumentError,
+    EncryptedFileError,
+    NoTextError,
+)
+from rag.ingest.pdf_headings import detect_headings, first_page_title
+from rag.ingest.pdf_pages import PdfPages, read_pages
 from rag.text.language import CJK_RE
-from rag.ingest.parse_errors import CorruptFileError, EmptyDocumentError, EncryptedFileError, NoTextError
-from rag.ingest.pdf_headings import LineInfo, detect_headings, first_page_title
-from rag.ingest.pdf_layout import TEXT_FLAGS, is_hyphen_break, line_join, read_layout
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +49,22 @@ _BAD_TITLE_RE = re.compile(r"^(untitled|microsoft (word|powerpoint)\b)|\.(docx?|
                            re.IGNORECASE)
 
 
-def parse_pdf(data: bytes, file_name: str) -> ParsedDocument:
-    """Parse PDF bytes into pages with word boxes, sections and a title.
+def parse_pdf(data: bytes, file_name: str, options: ParseOptions | None = None) -> ParsedDocument:
+    """Parse PDF bytes into pages with word boxes, tables, sections and a title; OCR pages without text.
+
+    Args:
+        data: The PDF's bytes.
+        file_name: Shown in every message.
+        options: OCR, tables and content limits. Defaults to ``ParseOptions()``.
 
     Raises:
         CorruptFileError: the bytes cannot be opened, or were repaired into nothing readable.
         EncryptedFileError: a user password is required.
         EmptyDocumentError: the document has zero pages.
-        NoTextError: no page has any text (scans and image-only PDFs; OCR is not supported).
+        ContentLimitError: more pages than ``options.max_pages``.
+        NoTextError: no page has any text, even after OCR (the message says why OCR did not help).
     """
+    options = options or ParseOptions()
     pymupdf.TOOLS.mupdf_display_errors(False)  # we report problems ourselves, not on stderr
     try:
         pdf = pymupdf.open(stream=data, filetype="pdf")
@@ -61,76 +80,35 @@ def parse_pdf(data: bytes, file_name: str) -> ParsedDocument:
             if pdf.is_repaired:
                 raise CorruptFileError(f"{file_name} is damaged: no readable pages could be recovered.")
             raise EmptyDocumentError(f"{file_name} has no pages.")
-        pages, lines = _read_pages(pdf, file_name)
-        if not any(page.text.strip() for page in pages):
+        if pdf.page_count > options.max_pages:
+            raise ContentLimitError(f"{file_name} has {pdf.page_count} pages, over the limit of {options.max_pages} "
+                                    "(storage.max_pages); split it into smaller files.")
+        read = read_pages(pdf, file_name, options)
+        if not any(page.text.strip() for page in read.pages):
             if pdf.is_repaired:
                 raise CorruptFileError(
                     f"{file_name} is damaged (truncated or corrupted): no readable text could be recovered.")
-            raise NoTextError(f"{file_name} has no extractable text — it may be a scanned/image-only PDF; "
-                              "OCR is not supported.")
+            raise NoTextError(_no_text_message(file_name, read))
         if pdf.is_repaired:
             log.warning("%s: PDF structure was damaged and has been repaired; some content may be missing",
                         file_name)
-        document = ParsedDocument(file_name=file_name, file_type="pdf", pages=pages)
-        document.sections = _toc_sections(pdf, document) or detect_headings(document, lines)
-        document.title = (_metadata_title(pdf) or first_page_title(lines)
+        document = ParsedDocument(file_name=file_name, file_type="pdf", pages=read.pages, notes=read.notes,
+                                  ocr_languages=read.ocr_languages)
+        document.sections = _toc_sections(pdf, document) or detect_headings(document, read.lines)
+        document.title = (_metadata_title(pdf) or first_page_title(read.lines)
                           or _first_heading(document.sections) or file_name)
     return document
 
 
-def _read_pages(pdf: pymupdf.Document, file_name: str) -> tuple[list[Page], list[LineInfo]]:
-    pages: list[Page] = []
-    lines: list[LineInfo] = []
-    for number, pdf_page in enumerate(pdf, start=1):
-        try:
-            page, page_lines = _read_page(pdf_page, number)
-        except RuntimeError as exc:  # one broken content stream should not lose the whole file
-            log.warning("%s: page %d could not be read (%s); it is left empty", file_name, number, exc)
-            rect = pdf_page.rect
-            page, page_lines = Page(number=number, text="", width=rect.width, height=rect.height), []
-        pages.append(page)
-        lines.extend(page_lines)
-    return pages, lines
-
-
-def _read_page(pdf_page: pymupdf.Page, number: int) -> tuple[Page, list[LineInfo]]:
-    textpage = pdf_page.get_textpage(flags=TEXT_FLAGS)
-    blocks = read_layout(textpage)
-    parts: list[str] = []
-    words: list[Word] = []
-    infos: list[LineInfo] = []
-    position = 0
-
-    def emit(text: str) -> None:
-        nonlocal position
-        parts.append(text)
-        position += len(text)
-
-    for block_index, block in enumerate(blocks):
-        if block_index:
-            emit("\n\n")
-        right_edge = max(line.x1 for line in block)
-        for line_index, line in enumerate(block):
-            line_start = position
-            following = block[line_index + 1] if line_index + 1 < len(block) else None
-            for word_index, raw in enumerate(line.words):
-                text = raw.text
-                last = word_index == len(line.words) - 1
-                if last and following and is_hyphen_break(text, following):
-                    text = text[:-1]
-                if word_index:
-                    emit(" ")
-                words.append(Word(text=text, box=raw.box, start=position, end=position + len(text)))
-                emit(text)
-            infos.append(LineInfo(page=number, start=line_start, end=position, size=line.size,
-                                  bold=line.bold, block=block_index))
-            if following:
-                emit(line_join(line, following, right_edge))
-    rect = pdf_page.rect
-    page = Page(number=number, text="".join(parts), words=words, width=rect.width, height=rect.height)
-    for info in infos:
-        info.text = page.text[info.start:info.end]
-    return page, infos
+def _no_text_message(file_name: str, read: PdfPages) -> str:
+    if read.ocr_error:
+        return f"{file_name} has no text layer (a scanned/image-only PDF) and could not be OCR'd: {read.ocr_error}"
+    if read.ocr_languages and all(page.ocr or not page.text for page in read.pages):
+        return (f"{file_name} has no extractable text: it has no text layer, and OCR (Tesseract, "
+                f"{read.ocr_languages}) found no text on its pages.")
+    if read.notes:
+        return f"{file_name} has no extractable text: {'; '.join(read.notes)}"
+    return f"{file_name} has no extractable text (its pages are blank)."
 
 
 def _toc_sections(pdf: pymupdf.Document, document: ParsedDocument) -> list[Section]:

@@ -36,6 +36,7 @@ _RADICALS = {code: unicodedata.normalize("NFKC", chr(code)) for code in range(0x
 class RawWord:
     text: str
     box: tuple[float, float, float, float]
+    join: str = " "  # written before this word when it is not the first of its line (OCR'd CJK: "")
 
 
 @dataclass
@@ -65,7 +66,7 @@ def read_layout(textpage: pymupdf.TextPage) -> list[list[RawLine]]:
     for block_no, block_words in groupby(textpage.extractWORDS(), key=lambda w: w[5]):
         lines: list[RawLine] = []
         for line_no, line_words in groupby(block_words, key=lambda w: w[6]):
-            cleaned = [RawWord(_clean(w[4]), (round(w[0], 2), round(w[1], 2), round(w[2], 2),
+            cleaned = [RawWord(clean_text(w[4]), (round(w[0], 2), round(w[1], 2), round(w[2], 2),
                                               round(w[3], 2)))
                        for w in line_words]
             cleaned = [word for word in cleaned if word.text]
@@ -105,7 +106,8 @@ def _continues(last: RawLine, first: RawLine, page_lines: list[RawLine]) -> bool
     return last.x1 >= column_right - 2 * height
 
 
-def _clean(text: str) -> str:
+def clean_text(text: str) -> str:
+    """Drop control characters and fold Kangxi radicals to the ideographs they stand for."""
     return _CONTROL_RE.sub("", text).translate(_RADICALS)
 
 

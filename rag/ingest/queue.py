@@ -5,6 +5,12 @@ One worker serves every browser session of a server, so each job remembers the s
 that submitted it: a session lists and clears only its own jobs. Files wait in memory until the
 worker reaches them, so the bytes waiting are capped (``max_queued_bytes``); a file that would pass
 the cap is refused with a message saying so, and nothing already queued is touched.
+
+Jobs are also written to the library's job journal (``rag.index.jobs``) until they finish. When the
+app's process ends with uploads still queued or half-ingested, the next queue on the library lists
+them as failed jobs saying so, so the user knows to upload them again instead of finding them
+silently missing. Their sessions are gone, so those jobs are shown to every session until it clears
+them.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ import logging
 import queue
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from rag.config import RagConfig
 from rag.ingest.ingestor import IngestResult, Ingestor
@@ -42,6 +50,15 @@ class IngestJob:
     message: str = "waiting"
     result: IngestResult | None = None
     submitted_at: float = field(default_factory=time.time)
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)  # its row in the job journal
+    everyone: bool = False  # an upload lost at a restart: its session is gone, so every session sees it
+    dismissed: set[str] = field(default_factory=set)  # sessions that cleared it (for ``everyone`` jobs)
+
+    def shown_to(self, owner: str | None) -> bool:
+        """Whether session ``owner`` (``None``: any caller that lists every job) lists this job."""
+        if owner is None or self.owner == owner:
+            return True
+        return self.everyone and owner not in self.dismissed
 
 
 class IngestQueue:
@@ -55,14 +72,22 @@ class IngestQueue:
         self._store = store
         self.max_queued_bytes = max_queued_bytes
         self._jobs: dict[int, IngestJob] = {}
-        self._pending: queue.Queue[tuple[IngestJob, bytes, RagConfig]] = queue.Queue()
+        self._pending: queue.Queue[tuple[IngestJob, bytes, RagConfig, Any]] = queue.Queue()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        for lost in store.jobs.take_lost():
+            job = IngestJob(next(self._ids), lost.file_name, state="done", fraction=1.0, message=lost.message(),
+                            result=IngestResult(lost.file_name, "failed", error=lost.message()),
+                            submitted_at=lost.submitted_at, everyone=True)
+            self._jobs[job.job_id] = job
+            logger.warning("upload lost when process %s stopped: %s", lost.owner.pid, lost.file_name)
         self._worker = threading.Thread(target=self._run, name="citewise-ingest", daemon=True)
         self._worker.start()
 
-    def submit(self, data: bytes, file_name: str, config: RagConfig, *, owner: str = "") -> IngestJob:
-        """Queue one file for ingest on behalf of session ``owner``.
+    def submit(self, data: bytes, file_name: str, config: RagConfig, *, owner: str = "",
+               metadata_llm: Any = None) -> IngestJob:
+        """Queue one file for ingest on behalf of session ``owner``; ``metadata_llm`` writes its metadata
+        when ``config.metadata.enabled``.
 
         Raises:
             QueueFullError: The bytes already waiting plus ``data`` would pass ``max_queued_bytes``.
@@ -75,15 +100,15 @@ class IngestQueue:
                     f"to be indexed and the limit is {_size(self.max_queued_bytes)}. Upload it again when those "
                     "have been indexed.")
             job = IngestJob(next(self._ids), file_name, owner=owner, size=len(data))
+            self._store.jobs.record(job.key, file_name, len(data))  # before it is listed: a failure leaves no job
             self._jobs[job.job_id] = job
-        self._pending.put((job, data, config))
+        self._pending.put((job, data, config, metadata_llm))
         return job
 
     def jobs(self, owner: str | None = None) -> list[IngestJob]:
         """Jobs in submission order: all of them, or only those ``owner`` submitted."""
         with self._lock:
-            return sorted((j for j in self._jobs.values() if owner is None or j.owner == owner),
-                          key=lambda j: j.job_id)
+            return sorted((j for j in self._jobs.values() if j.shown_to(owner)), key=lambda j: j.job_id)
 
     def active(self, owner: str | None = None) -> bool:
         return any(job.state != "done" for job in self.jobs(owner))
@@ -94,10 +119,13 @@ class IngestQueue:
             return self._waiting_bytes()
 
     def forget_finished(self, owner: str | None = None) -> None:
-        """Drop finished jobs: all of them, or only those ``owner`` submitted."""
+        """Drop finished jobs: all of them, or those ``owner`` lists (a lost upload only from its list)."""
         with self._lock:
+            for job in self._jobs.values():
+                if owner is not None and job.everyone:
+                    job.dismissed.add(owner)
             self._jobs = {k: j for k, j in self._jobs.items()
-                          if j.state != "done" or (owner is not None and j.owner != owner)}
+                          if j.state != "done" or (owner is not None and (j.owner != owner or j.everyone))}
 
     def _waiting_bytes(self) -> int:
         return sum(j.size for j in self._jobs.values() if j.state != "done")
@@ -112,21 +140,31 @@ class IngestQueue:
 
     def _run(self) -> None:
         while True:
-            job, data, config = self._pending.get()
+            job, data, config, metadata_llm = self._pending.get()
             job.state = "running"
+            self._journal(self._store.jobs.running, job)
 
             def progress(stage: str, fraction: float, message: str, job: IngestJob = job) -> None:
                 job.stage, job.fraction, job.message = stage, fraction, message
 
             try:
-                job.result = Ingestor(self._store, config).ingest_bytes(data, job.file_name, progress=progress)
+                job.result = Ingestor(self._store, config, metadata_llm=metadata_llm).ingest_bytes(
+                    data, job.file_name, progress=progress)
             except Exception as exc:  # noqa: BLE001 - the worker must survive any one file
                 logger.exception("ingest job %s crashed", job.file_name)
                 job.result = IngestResult(job.file_name, "failed", error=f"{type(exc).__name__}: {exc}")
+            self._journal(self._store.jobs.finished, job)
             data = b""  # release the upload now, not when the next file arrives
             job.message = job.result.error or job.message
             job.fraction = 1.0
             job.state = "done"
+
+    @staticmethod
+    def _journal(step, job: IngestJob) -> None:
+        try:
+            step(job.key)
+        except Exception as exc:  # noqa: BLE001 - the journal only reports; it must not stop an ingest
+            logger.warning("could not update the job journal for %s: %s", job.file_name, exc)
 
 
 def _size(size: int) -> str:

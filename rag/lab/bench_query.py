@@ -28,7 +28,7 @@ from rag.models.embedding_router import model_id_of
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT, load_squad
 from rag.evaluation.metrics import latency_percentiles
 from rag.index.embed_cache import EmbeddingCache
-from rag.ingest.ingestor import embed_chunks
+from rag.ingest.embedding import embed_chunks
 from rag.runtime import build_router
 from rag.index.store import DocumentStore
 

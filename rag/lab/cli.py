@@ -13,7 +13,7 @@ import sys
 from rag.cli.common import add_global_options, configure
 from rag.config import RagConfig
 
-BENCHMARKS = ("ingest", "llm", "query", "sources", "answer")
+BENCHMARKS = ("ingest", "llm", "query", "sources", "answer", "ocr", "tables", "docsignal")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +54,10 @@ def _cmd_bench(args: argparse.Namespace, config: RagConfig) -> int:
         from rag.lab.bench_answer import main as bench_answer
 
         return bench_answer(args.rest, config)
+    if args.what in ("ocr", "tables", "docsignal"):
+        from importlib import import_module
+
+        return import_module(f"rag.lab.bench_{args.what}").main(args.rest, config)
     if args.what == "sources":
         from rag.lab.bench_sources import main as bench_sources
 

@@ -21,6 +21,9 @@ CLAUSE_RE = re.compile(r"[，、：]\s*|[,:]\s+")
 SPACE_RE = re.compile(r"\s+")
 SEPARATORS: tuple[re.Pattern[str], ...] = (PARAGRAPH_RE, LINE_RE, SENTENCE_RE, CLAUSE_RE, SPACE_RE)
 _SENTENCE_BOUNDARIES = re.compile(f"{PARAGRAPH_RE.pattern}|{SENTENCE_RE.pattern}")
+# in a source passage a line break before a Markdown table row ends a "sentence" too, so a table
+# citation quotes one row (chunking keeps a table whole and never cuts it this way)
+_PASSAGE_BOUNDARIES = re.compile(f"{PARAGRAPH_RE.pattern}|{SENTENCE_RE.pattern}|\n(?=\|)")
 # A chunk may hold at most this many characters per token of its budget. Ordinary prose never gets
 # near it; it stops a 50 kB base64 blob or URL (one "token") from becoming one giant chunk.
 MAX_CHARS_PER_TOKEN = 12
@@ -154,7 +157,7 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
 def passage_sentences(text: str) -> list[tuple[int, int]]:
     """(start, end) spans of the sentences of a source text, trimmed of surrounding space."""
     spans, start = [], 0
-    for match in _SENTENCE_BOUNDARIES.finditer(text):
+    for match in _PASSAGE_BOUNDARIES.finditer(text):
         spans.append((start, match.end()))
         start = match.end()
     if start < len(text):

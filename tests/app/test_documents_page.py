@@ -106,3 +106,30 @@ def test_documents_embedded_by_a_model_no_longer_configured_are_flagged_and_rein
     assert store.vectors.count("hash-another") > 0 and store.documents()[0].status == "completed"
     app.run()
     assert not app.warning
+
+
+def test_ocrd_pages_tables_notes_and_metadata_are_shown_as_plain_text(app_data: Path, tmp_path: Path) -> None:
+    from tests.app.conftest import ingest
+    from ui.resources import base_config, get_store
+
+    pdf = fixtures.make_table_pdf(tmp_path)
+    doc_id = ingest(pdf)[pdf.name]
+    get_store(base_config()).registry.update(
+        doc_id, ocr_pages="1", notes="page 2: OCR failed (RuntimeError: broken scan); the page has no text",
+        summary="A **dosing** table [click](http://evil.example) <b>now</b>", keywords="ibuprofen, dose",
+        topics="medicine", key_phrases="single dose")
+    app = open_app("pages/documents.py")
+    app.run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert table["tables"].tolist() == [1] and table["OCR'd pages"].tolist() == ["1"]
+    assert any("Read by OCR (Tesseract), no text layer: page(s) 1" in info.value for info in app.info)
+    texts = [element.value for element in app.text]
+    assert "page 2: OCR failed (RuntimeError: broken scan); the page has no text" in texts
+    # LLM and document text is shown verbatim, never rendered as Markdown or HTML
+    assert "A **dosing** table [click](http://evil.example) <b>now</b>" in texts
+    assert not any("evil.example" in markdown.value for markdown in app.markdown)
+    metadata = app.dataframe[1].value
+    assert metadata.iloc[0].tolist() == ["ibuprofen, dose", "medicine", "single dose"]
+    assert any(expander.label.startswith("#1 · p. 1 · table · OCR") for expander in app.expander)
+    assert any("Page 1 has no text layer" in caption.value for caption in app.caption)

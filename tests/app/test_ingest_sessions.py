@@ -69,7 +69,7 @@ def stalled_worker(monkeypatch) -> Iterator[threading.Event]:
     release = threading.Event()
 
     class Stalled:
-        def __init__(self, store, config) -> None:
+        def __init__(self, store, config, **_) -> None:
             pass
 
         def ingest_bytes(self, data: bytes, file_name: str, progress=None) -> IngestResult:

@@ -1,13 +1,19 @@
 from __future__ import annotations
 
+import json
 import math
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from rag.config import RagConfig
 from rag.documents import Chunk
 from rag.index.keywords import KeywordIndex
-from rag.text.tokenizer import tokenize
+from rag.index.store import DocumentStore
+from rag.ingest.ingestor import Ingestor
+from rag.models.embedding_router import EmbedderRouter
+from rag.text.tokenizer import TOKENIZER_VERSION, tokenize
 
 
 def test_tokenizer_stems_english_and_segments_chinese() -> None:
@@ -92,3 +98,87 @@ def test_idf_counts_the_chunks_holding_each_token(tmp_path: Path) -> None:
     assert weights["beta"] == pytest.approx(math.log1p(3 / 4))
     assert weights["alpha"] == pytest.approx(math.log1p(3 / 2))
     assert weights["zebra"] == pytest.approx(math.log1p(3))  # in no chunk: the rarest of all
+
+
+def test_a_saved_index_is_checked_against_the_stored_tokens_not_just_their_count(tmp_path: Path) -> None:
+    import json
+    import sqlite3
+
+    from rag.index.keywords import keyword_text
+
+    index = KeywordIndex(tmp_path / "bm25")
+    index.add("d1", _chunks("d1", "alpha beta", "gamma delta"))
+    index.close()
+    # what a crash between committing new tokens and saving the matrices leaves: as many rows, other words
+    db = sqlite3.connect(tmp_path / "bm25" / "tokens.sqlite3")
+    db.execute("DELETE FROM chunk_tokens")
+    db.executemany("INSERT INTO chunk_tokens (chunk_id, doc_id, position, tokens, text, metadata) "
+                   "VALUES (?, ?, ?, ?, ?, ?)",
+                   [(c.chunk_id, c.doc_id, c.index, json.dumps(tokenize(keyword_text(c))), c.text,
+                     json.dumps(c.metadata())) for c in _chunks("d2", "zebra yak", "walrus vole")])
+    db.commit()
+    db.close()
+
+    reopened = KeywordIndex(tmp_path / "bm25")
+    assert [h.chunk_id for h in reopened.search("zebra", k=3)] == ["d2:0"]
+    assert reopened.search("alpha", k=3) == []
+
+
+def test_two_writers_saving_at_once_leave_a_complete_current_index(tmp_path: Path, monkeypatch) -> None:
+    import bm25s
+
+    first = KeywordIndex(tmp_path / "bm25")
+    second = KeywordIndex(tmp_path / "bm25")
+    original_save = bm25s.BM25.save
+    interleaved = []
+
+    def save_with_another_writer_in_between(self, *args, **kwargs):
+        original_save(self, *args, **kwargs)
+        if not interleaved:
+            interleaved.append(True)
+            second.add("d2", _chunks("d2", "gamma delta"))  # saves completely while the first is half-way
+
+    monkeypatch.setattr(bm25s.BM25, "save", save_with_another_writer_in_between)
+    first.add("d1", _chunks("d1", "alpha beta"))
+    monkeypatch.undo()
+    assert interleaved
+
+    builds = []
+    original_index = bm25s.BM25.index
+    monkeypatch.setattr(bm25s.BM25, "index", lambda self, *a, **k: builds.append(1) or original_index(self, *a, **k))
+    reopened = KeywordIndex(tmp_path / "bm25")
+    assert builds == []  # the saved index is complete and current: nothing to rebuild
+    assert {h.doc_id for h in reopened.search("alpha gamma", k=5)} == {"d1", "d2"}
+
+
+def test_another_instance_sees_each_write_without_reopening(tmp_path: Path) -> None:
+    writer = KeywordIndex(tmp_path / "bm25")
+    reader = KeywordIndex(tmp_path / "bm25")
+    writer.add("d1", _chunks("d1", "alpha beta", "beta gamma"))
+    assert [h.chunk_id for h in reader.search("alpha", k=5)] == ["d1:0"] and len(reader) == 2
+    writer.delete("d1")
+    assert reader.search("alpha", k=5) == [] and len(reader) == 0
+
+
+def test_a_store_retokenizes_rows_an_older_tokenizer_made_only_under_its_write_lock(
+        config: RagConfig, fake_router: EmbedderRouter) -> None:
+    store = DocumentStore(config, fake_router)
+    result = Ingestor(store, config).ingest_bytes("鑼鼓經是傳統器樂常用的記譜方法。".encode(), "tw.txt")
+    assert result.ok, result.error
+    store.close()
+    folder = config.data_path / "bm25" / config.storage.collection
+    with sqlite3.connect(folder / "tokens.sqlite3") as db:  # what a version-1 library stored
+        db.execute("UPDATE chunk_tokens SET tokens = ?", (json.dumps(["鑼鼓", "經是", "傳統"], ensure_ascii=False),))
+        db.execute("DELETE FROM meta")
+
+    reader = KeywordIndex(folder, may_save=lambda: False)  # e.g. a store opened while another process writes
+    assert reader.search("锣鼓经", k=1) == []  # it searches the old tokens and leaves them alone
+    reader.close()
+    with sqlite3.connect(folder / "tokens.sqlite3") as db:
+        assert db.execute("SELECT COUNT(*) FROM meta").fetchone() == (0,)
+
+    reopened = DocumentStore(config, fake_router)  # opening recovers under the write lock
+    assert [h.doc_id for h in reopened.keywords.search("锣鼓经", k=1)] == [result.doc_id]
+    reopened.close()
+    with sqlite3.connect(folder / "tokens.sqlite3") as db:
+        assert db.execute("SELECT value FROM meta").fetchone() == (str(TOKENIZER_VERSION),)

@@ -50,3 +50,24 @@ def test_fingerprint_and_status_sets_follow_every_change(tmp_path: Path) -> None
     assert first[0] == 2 and registry.ids_with_status("completed") == {"a"}
     registry.update("b", status="completed")
     assert registry.fingerprint() != first and registry.ids_with_status("completed") == {"a", "b"}
+
+
+def test_a_registry_written_before_new_fields_is_upgraded_in_place(tmp_path: Path) -> None:
+    import sqlite3
+
+    old_columns = ("doc_id TEXT PRIMARY KEY, file_name TEXT, sha256 TEXT, status TEXT, file_type TEXT, pages INTEGER, "
+                   "chunks INTEGER, language TEXT, error TEXT, created_at REAL, updated_at REAL, stored_path TEXT, "
+                   "summary TEXT, keywords TEXT, topics TEXT, key_phrases TEXT")
+    path = tmp_path / "registry.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute(f"CREATE TABLE documents ({old_columns})")
+        db.execute("INSERT INTO documents VALUES ('d1', 'old.pdf', 'abc', 'completed', 'pdf', 3, 7, 'en', '', 1.0, "
+                   "2.0, '/x/old.pdf', 'An old summary.', 'a, b', '', '')")
+    registry = Registry(path)
+    old = registry.get("d1")
+    assert (old.file_name, old.chunks, old.summary, old.ocr_pages, old.tables, old.notes) == (
+        "old.pdf", 7, "An old summary.", "", 0, "")
+    registry.update("d1", ocr_pages="1-3", tables=2, notes="page 2: OCR failed")
+    again = Registry(path).get("d1")
+    assert (again.ocr_pages, again.tables, again.notes, again.summary) == ("1-3", 2, "page 2: OCR failed",
+                                                                         "An old summary.")

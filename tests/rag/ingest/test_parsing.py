@@ -152,7 +152,7 @@ def test_pdf_content_wins_over_a_wrong_extension(files: Path) -> None:
         (fixtures.make_encrypted_pdf, EncryptedFileError, "is password-protected"),
         (fixtures.make_zero_page_pdf, EmptyDocumentError, "has no pages"),
         (fixtures.make_image_only_pdf, NoTextError,
-         "no extractable text — it may be a scanned/image-only PDF; OCR is not supported"),
+         "no extractable text: it has no text layer, and OCR (Tesseract, eng) found no text on its pages"),
         (fixtures.make_fake_pdf, CorruptFileError, "is not a PDF (content looks like a PNG image)"),
         (lambda d: fixtures.make_fake_pdf(d, "notes.pdf", kind="text"), CorruptFileError,
          "is not a PDF (content looks like plain text)"),

@@ -77,3 +77,26 @@ def test_parse_speed_is_reported() -> None:
     seconds = sum(elapsed for _, elapsed in _parsed.values())
     print(f"parsed {len(_parsed)} PDFs, {pages} pages in {seconds:.1f} s: {pages / seconds:.0f} pages/s")
     assert pages / seconds > 5  # an order of magnitude below normal; catches pathological slowdowns
+
+
+@pytest.mark.parametrize(("name", "page", "row", "cell"), [
+    ("sec_uber_10q_q1-2022.pdf", 5, "| Goodwill | 8,420 | 8,435 |", "8,435"),
+    ("sec_uber_10q_q1-2022.pdf", 19, "| 2026 Senior Note | 1,500 | 1,500 | 8.1% | November 1, 2026 |",
+     "November 1, 2026"),
+    ("annual-report-2019_000059_huajin.pdf", 7,
+     "| 归属于上市公司股东的扣除非经常性损益的净利润 | 343,780,082.77 | 184,269,882.23 | 373,348,279.05 | -15,135,052.21 |",
+     "343,780,082.77"),
+    ("annual-report-2019_300107_jianxin.pdf", 19, "| 1 | 客户1 | 108,676,069.83 | 11.75% |", "108,676,069.83"),
+])
+def test_real_tables_become_markdown_rows(name: str, page: int, row: str, cell: str) -> None:
+    path = next((p for p in PDFS if p.name == name), None)
+    if path is None:
+        pytest.skip(f"{name} is not among the shared PDFs")
+    document = parsed(path)
+    target = document.pages[page - 1]
+    blocks = [target.text[t.start:t.end] for t in target.tables]
+    assert any(row in block.splitlines() for block in blocks), blocks
+    outside = target.text
+    for table in sorted(target.tables, key=lambda t: t.start, reverse=True):
+        outside = outside[:table.start] + outside[table.end:]
+    assert cell not in outside  # the page's running text does not repeat the table's cells

@@ -3,6 +3,7 @@ memory are capped without touching what is already queued."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def gate(monkeypatch) -> threading.Event:
     release = threading.Event()
 
     class Held:
-        def __init__(self, store, config) -> None:
+        def __init__(self, store, config, **_) -> None:
             pass
 
         def ingest_bytes(self, data: bytes, file_name: str, progress=None) -> IngestResult:
@@ -64,3 +65,22 @@ def test_queued_bytes_are_capped(store: DocumentStore, config: RagConfig, gate: 
     queue.submit(b"x" * 1000, "c.pdf", config, owner="alice")  # room again
     queue.wait(timeout=30)
     assert all(j.result and j.result.ok for j in queue.jobs())
+
+
+def test_an_upload_lost_at_a_restart_is_shown_to_every_session_until_each_clears_it(
+        store: DocumentStore, config: RagConfig) -> None:
+    store.jobs.record("lost-key", "report.pdf", 1234)
+    with sqlite3.connect(store.root / "registry.sqlite3") as db:  # as if its process had stopped
+        db.execute("UPDATE ingest_jobs SET started = 'an-earlier-process' WHERE job_key = 'lost-key'")
+
+    queue = IngestQueue(store)
+
+    for session in ("alice", "bob", None):
+        [job] = queue.jobs(session)
+        assert job.file_name == "report.pdf" and job.result is not None and job.result.status == "failed"
+        assert "upload it again" in job.result.error
+    queue.forget_finished("alice")
+    assert queue.jobs("alice") == [] and [j.file_name for j in queue.jobs("bob")] == ["report.pdf"]
+    queue.forget_finished("bob")
+    assert queue.jobs("bob") == []
+    assert IngestQueue(store).jobs() == []  # reported once: the journal no longer holds it

@@ -1,0 +1,48 @@
+"""Chunks to vectors: each chunk embedded by the model for its language, through the embedding cache."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable
+
+import numpy as np
+
+from rag.documents import Chunk
+from rag.index.embed_cache import EmbeddingCache
+from rag.index.store import DocumentStore
+from rag.models.embedding_router import model_id_of
+
+Progress = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message)
+_EMBED_PROGRESS_BATCH = 64
+
+
+def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress | None = None,
+                 cache: EmbeddingCache | None = None) -> dict[str, tuple[list[Chunk], np.ndarray]]:
+    """Embed chunks with the model for their language, through the embedding cache.
+
+    Returns model_id -> (chunks, vectors), ready for ``DocumentStore.write_chunks``.
+
+    Args:
+        store: Supplies the embedder router and, unless ``cache`` is given, the cache.
+        chunks: The chunks to embed.
+        report: Progress callback, called after each batch. Defaults to none.
+        cache: Another embedding cache (benchmarks share one across temporary stores).
+    """
+    cache = cache or store.cache
+    groups: dict[str, list[Chunk]] = defaultdict(list)
+    for chunk in chunks:
+        groups[store.router.spec_for(chunk.language)].append(chunk)
+    done, total = 0, len(chunks)
+    by_model: dict[str, tuple[list[Chunk], np.ndarray]] = {}
+    for spec, group in groups.items():
+        embedder = store.router.for_spec(spec)
+        model_id = model_id_of(embedder)
+        vectors = []
+        for start in range(0, len(group), _EMBED_PROGRESS_BATCH):
+            batch = [c.text for c in group[start:start + _EMBED_PROGRESS_BATCH]]
+            vectors.append(cache.embed(model_id, batch, embedder.get_text_embedding_batch))
+            done += len(batch)
+            if report:
+                report("embed", done / total, f"Embedded {done}/{total} chunks ({model_id})")
+        by_model[model_id] = (group, np.concatenate(vectors))
+    return by_model

@@ -1,0 +1,119 @@
+"""From PyMuPDF's table grid to clean rows of cells, each cell a list of words with their boxes.
+
+PyMuPDF's grid follows the drawings, which are not always the table's logical structure:
+
+* a label that wraps over two lines next to vertically centred numbers is drawn as cell backgrounds
+  of different heights, which the grid turns into three rows; rows whose cells reach into the next
+  row are one logical row;
+* filings set "$" in a cell of its own on some rows only, and a merged cell puts the other rows'
+  numbers in that column; a currency sign joins the cell on its right (a "%" the cell on its left),
+  and two neighbouring columns that never both hold text in the same row are one column;
+* columns with no text at all are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from rag.ingest.pdf_layout import RawWord
+
+Box = tuple[float, float, float, float]
+Grid = list[list[Optional[Box]]]  # rows of cells; None where a merged cell covers the position
+Cell = list[RawWord]
+
+_CURRENCY_RE = re.compile(r"[$€£¥￥]+")
+
+
+def place(word: RawWord, bbox: Box, grid: Grid, cells: list[list[Cell]]) -> bool:
+    """Put ``word`` into the cell nearest its centre; False when the centre is outside the table."""
+    x = (word.box[0] + word.box[2]) / 2
+    y = (word.box[1] + word.box[3]) / 2
+    if not (bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]):
+        return False
+    best: tuple[float, int, int] | None = None
+    for r, row in enumerate(grid):
+        for c, cell in enumerate(row):
+            if cell is None:
+                continue
+            distance = max(cell[0] - x, 0.0, x - cell[2]) + max(cell[1] - y, 0.0, y - cell[3])
+            if best is None or distance < best[0]:
+                best = (distance, r, c)
+    if best is None:
+        return False
+    cells[best[1]][best[2]].append(word)
+    return True
+
+
+def clean_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
+    """Logical rows of non-empty columns, currency signs joined to their numbers; empty rows dropped."""
+    width = max((len(row) for row in cells), default=0)
+    rows = [[list(cell) for cell in row] + [[] for _ in range(width - len(row))] for row in _group_rows(grid, cells)]
+    rows = [row for row in rows if any(row)]
+    for row in rows:
+        for c in range(len(row) - 1):
+            if row[c] and row[c + 1] and _is_currency(row[c]):
+                row[c + 1] = row[c] + row[c + 1]
+                row[c] = []
+        for c in range(len(row) - 1, 0, -1):  # "3.8 | %": a percent sign in its own cell joins its number
+            if row[c] and row[c - 1] and _is_percent(row[c]):
+                row[c - 1] = row[c - 1] + [_glued(word) for word in row[c]]
+                row[c] = []
+    columns = [c for c in range(width) if any(row[c] for row in rows)]
+    rows = [[row[c] for c in columns] for row in rows]
+    return _merge_complementary_columns(rows)
+
+
+def _group_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
+    """Join grid rows that a tall cell ties together, when their values do not collide.
+
+    Rows are tied while a cell reaches below the next row's top. A tied group is one logical row
+    (a wrapped label beside numbers drawn at other heights) only if no column but the first has text
+    in two of its rows; a label spanning several rows of values keeps those rows apart.
+    """
+    groups: list[list[int]] = []
+    reach = float("-inf")
+    for index, row_boxes in enumerate(grid):
+        boxes = [box for box in row_boxes if box is not None]
+        top = min((box[1] for box in boxes), default=float("inf"))
+        bottom = max((box[3] for box in boxes), default=reach)
+        if groups and top < reach - 1:
+            groups[-1].append(index)
+            reach = max(reach, bottom)
+        else:
+            groups.append([index])
+            reach = bottom
+    rows: list[list[Cell]] = []
+    for group in groups:
+        width = len(cells[group[0]])
+        collide = any(sum(1 for index in group if cells[index][c]) > 1 for c in range(1, width))
+        if len(group) > 1 and not collide:
+            rows.append([[word for index in group for word in cells[index][c]] for c in range(width)])
+        else:
+            rows.extend([list(cell) for cell in cells[index]] for index in group)
+    return rows
+
+
+def _merge_complementary_columns(rows: list[list[Cell]]) -> list[list[Cell]]:
+    if not rows:
+        return rows
+    c = 0
+    while c < len(rows[0]) - 1:
+        if all(not (row[c] and row[c + 1]) for row in rows):
+            rows = [row[:c] + [row[c] + row[c + 1]] + row[c + 2:] for row in rows]
+        else:
+            c += 1
+    return rows
+
+
+def _is_percent(cell: Cell) -> bool:
+    return "".join(word.text for word in cell) in ("%", "％")
+
+
+def _glued(word: RawWord) -> RawWord:
+    """``word`` written right after the previous one, without a space ("3.8%")."""
+    return RawWord(word.text, word.box, "")
+
+
+def _is_currency(cell: Cell) -> bool:
+    return bool(_CURRENCY_RE.fullmatch("".join(word.text for word in cell)))

@@ -1,0 +1,271 @@
+"""Tables found by PyMuPDF become Markdown blocks whose every cell word keeps its box.
+
+``find_tables`` takes the page's text lines (``RawLine`` blocks), asks ``page.find_tables()`` where
+the tables are, moves every word inside a table into its cell and the caption lines above it into the
+table, and returns the page as a list of items: text blocks (without the table's words, so the running
+text never repeats a cell) and ``TableBlock``s, each before the first text block below it. Column
+headings printed above the ruled part ("2021  2022") become the header row; the grid's quirks are
+straightened out by ``rag.ingest.table_grid``.
+
+``TableBlock.parts`` lays a table out as Markdown text pieces, each cell word paired with its box, so
+the page text can be built with exact word offsets: a citation of one row highlights that row. A table
+longer than the chunk size is split into parts that each repeat the caption and the header row.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Union
+
+import pymupdf
+
+from rag.ingest.pdf_layout import RawLine, RawWord
+from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, place
+from rag.text.language import CJK_RE, count_tokens
+
+logger = logging.getLogger(__name__)
+
+MAX_CAPTION_ROWS = 6
+MAX_CAPTION_TOKENS = 40
+MAX_TITLE_TOKENS = 16
+_SENTENCE_END_RE = re.compile(r"[.。!?！？]\s*$")
+_BELOW_CAPTION_RE = re.compile(r"^(table|tab\.)\s*\d|^表\s*[\d一二三四五六七八九十]", re.IGNORECASE)
+
+Piece = tuple[str, Union[RawWord, None]]  # text written into the page, and the word it is (None: markup)
+
+
+@dataclass
+class TableBlock:
+    bbox: Box
+    caption: list[RawLine]
+    header: list[Cell]
+    rows: list[list[Cell]]
+
+    def parts(self, max_tokens: int) -> list[tuple[list[Piece], int]]:
+        """Markdown parts of at most ``max_tokens`` (one body row at least): (text pieces, body rows)."""
+        caption = _caption_pieces(self.caption)
+        header = _row_pieces(self.header) + [("\n|" + "|".join(" --- " for _ in self.header) + "|", None)]
+        overhead = count_tokens(" ".join(text for text, _ in caption + header))
+        parts: list[tuple[list[Piece], int]] = []
+        current: list[Piece] = []
+        rows = 0
+        used = overhead
+        for row in self.rows:
+            pieces = [("\n", None)] + _row_pieces(row)
+            size = count_tokens(" ".join(text for text, _ in pieces))
+            if rows and used + size > max_tokens:
+                parts.append((caption + header + current, rows))
+                current, rows, used = [], 0, overhead
+            current += pieces
+            rows += 1
+            used += size
+        parts.append((caption + header + current, rows))
+        return parts
+
+
+Item = Union[list[RawLine], TableBlock]
+
+
+def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Item]:
+    """The page's text blocks with its tables cut out of them and placed as ``TableBlock``s.
+
+    Raises:
+        Exception: whatever PyMuPDF raises on a broken page; the caller keeps the page as plain text.
+    """
+    items: list[Item] = [list(block) for block in blocks]
+    if not has_ruling(pdf_page):
+        return items
+    pymupdf.no_recommend_layout()  # PyMuPDF would print an advertisement to stdout
+    found = pdf_page.find_tables().tables
+    for table in found:
+        grid = [[tuple(cell) if cell is not None else None for cell in row.cells] for row in table.rows]
+        items = _cut_out(items, tuple(table.bbox), grid)
+    return items
+
+
+def has_ruling(pdf_page: pymupdf.Page) -> bool:
+    """Whether the page draws enough straight lines for a table of two rows (three rules across).
+
+    ``find_tables`` looks for tables in ruling lines and costs ~0.1-0.3 s a page (it rebuilds every
+    character in Python); this check reads only the drawings (~2 ms) and spares it most pages of
+    papers, which have no ruled tables at all.
+    """
+    across: set[int] = set()
+    down: set[int] = set()
+    for path in pdf_page.get_cdrawings():
+        for item in path["items"]:
+            if item[0] == "l":
+                (x0, y0), (x1, y1) = item[1], item[2]
+                if abs(y0 - y1) < 1 and abs(x1 - x0) > 5:
+                    across.add(round(y0))
+                elif abs(x0 - x1) < 1 and abs(y1 - y0) > 5:
+                    down.add(round(x0))
+            elif item[0] in ("re", "qu"):
+                rect = pymupdf.Rect(item[1]) if item[0] == "re" else pymupdf.Quad(item[1]).rect
+                if rect.width > 5:
+                    across.update((round(rect.y0), round(rect.y1)))
+                if rect.height > 5:
+                    down.update((round(rect.x0), round(rect.x1)))
+    # either orientation: drawings of a rotated page are in unrotated coordinates
+    return (len(across) >= 3 and len(down) >= 1) or (len(down) >= 3 and len(across) >= 1)
+
+
+def _cut_out(items: list[Item], bbox: Box, grid: Grid) -> list[Item]:
+    """Move the words inside ``bbox`` into a ``TableBlock`` placed among ``items`` by position."""
+    cells: list[list[Cell]] = [[[] for _ in row] for row in grid]
+    kept: list[Item] = []
+    for item in items:
+        if isinstance(item, TableBlock):
+            kept.append(item)
+            continue
+        lines = []
+        for line in item:
+            rest = [word for word in line.words if not place(word, bbox, grid, cells)]
+            if rest:
+                lines.append(_with_words(line, rest))
+        if lines:
+            kept.append(lines)
+    rows = clean_rows(grid, cells)
+    if len(rows) < 2 or len(rows[0]) < 2:
+        return items  # a framed paragraph or a single column is text, not a table: the words stay
+    kept, caption = _take_caption(kept, bbox)
+    header, caption = _header_from_caption(caption, rows)
+    block = TableBlock(bbox=bbox, caption=caption, header=header or rows[0], rows=rows if header else rows[1:])
+    return _insert(kept, block)
+
+
+def _insert(items: list[Item], block: TableBlock) -> list[Item]:
+    """Place the table after the last item above it (in its columns), else before the first below it.
+
+    Items are in content-stream order, where a page number or footer often comes early; anchoring on
+    what is above the table keeps it after the text that introduces it.
+    """
+    x0, y0, x1, y1 = block.bbox
+    above, below = -1, None
+    for index, item in enumerate(items):
+        if isinstance(item, TableBlock):
+            left, top, right, bottom = item.bbox
+        else:
+            left, top = min(line.x0 for line in item), min(line.y0 for line in item)
+            right, bottom = max(line.x1 for line in item), max(line.y1 for line in item)
+        if right <= x0 or left >= x1:
+            continue
+        if bottom <= y0 + 2:
+            above = index
+        elif top >= y1 - 2 and below is None:
+            below = index
+    position = above + 1 if above >= 0 else below if below is not None else len(items)
+    return items[:position] + [block] + items[position:]
+
+
+def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLine]]:
+    """Move the lines right above the table (or a "Table 3 ..." line right below) into its caption."""
+    lines = [(i, j, line) for i, item in enumerate(items) if not isinstance(item, TableBlock)
+             for j, line in enumerate(item) if line.x1 > bbox[0] and line.x0 < bbox[2]]
+    chosen: list[tuple[int, int, RawLine]] = []
+    edge, rows = bbox[1], 0
+    while rows < MAX_CAPTION_ROWS:
+        above = [entry for entry in lines if entry[2].y1 <= edge + 1 and entry not in chosen]
+        if not above:
+            break
+        nearest = max(above, key=lambda entry: entry[2].y1)
+        row = [entry for entry in above if entry[2].y1 > nearest[2].y0 + 1]  # the pieces of that visual line
+        if edge - nearest[2].y1 > 1.5 * max(nearest[2].height, 1.0) + 2:
+            break
+        if any(_is_sentence(line_text(entry[2])) for entry in row):
+            break  # the end of the paragraph that introduces the table stays in the running text
+        if chosen and any(count_tokens(line_text(entry[2])) > MAX_TITLE_TOKENS for entry in row):
+            break  # above the line that leads into the table, only title-like lines belong to the caption
+        if count_tokens(" ".join(line_text(entry[2]) for entry in chosen + row)) > MAX_CAPTION_TOKENS:
+            break
+        chosen += row
+        rows += 1
+        edge = min(entry[2].y0 for entry in row)
+    below = [entry for entry in lines if entry[2].y0 >= bbox[3] - 1 and entry[2].y0 - bbox[3] < 2 * entry[2].height]
+    if below:
+        first = min(below, key=lambda entry: entry[2].y0)
+        if _BELOW_CAPTION_RE.match(line_text(first[2])):
+            chosen.append(first)
+    taken = {(i, j) for i, j, _ in chosen}
+    kept: list[Item] = []
+    for i, item in enumerate(items):
+        rest = item if isinstance(item, TableBlock) else [line for j, line in enumerate(item) if (i, j) not in taken]
+        if rest:
+            kept.append(rest)
+    return kept, sorted((line for _, _, line in chosen), key=lambda line: (round(line.y0), line.x0))
+
+
+def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tuple[list[Cell] | None, list[RawLine]]:
+    """Column headings printed above the ruled table ("2021  2022") become its header row.
+
+    The caption's last visual line counts when it has two or more pieces, all right of the first
+    (label) column, each over a different column.
+    """
+    above = [line for line in caption if line.y1 <= min(w.box[1] for row in rows for cell in row for w in cell) + 1]
+    if not above:
+        return None, caption
+    bottom = max(line.y1 for line in above)
+    row = [line for line in above if line.y1 > bottom - max(line.height, 1.0) / 2]
+    spans = [(min(w.box[0] for r in rows for w in r[c]), max(w.box[2] for r in rows for w in r[c]))
+             if any(r[c] for r in rows) else None for c in range(len(rows[0]))]
+    if len(row) < 2 or spans[0] is None or any(line.x0 < spans[0][1] - 2 for line in row):
+        return None, caption
+    header: list[Cell] = [[] for _ in spans]
+    for line in row:
+        centre = (line.x0 + line.x1) / 2
+        column = min(range(1, len(spans)), key=lambda c: _distance(centre, spans[c]))
+        if header[column]:
+            return None, caption  # two headings over one column: not a header row
+        header[column] = list(line.words)
+    return header, [line for line in caption if line not in row]
+
+
+def _is_sentence(text: str) -> bool:
+    """A long line ending like a sentence: body text, not a title ("UBER TECHNOLOGIES, INC." is short)."""
+    return bool(_SENTENCE_END_RE.search(text)) and count_tokens(text) > 8 and not _BELOW_CAPTION_RE.match(text)
+
+
+def _distance(x: float, span: tuple[float, float] | None) -> float:
+    if span is None:
+        return float("inf")
+    return max(span[0] - x, 0.0, x - span[1])
+
+
+def _with_words(line: RawLine, words: list[RawWord]) -> RawLine:
+    if words and words[0].join != " ":
+        words = [RawWord(words[0].text, words[0].box, " ")] + words[1:]
+    return RawLine(words=words, size=line.size, bold=line.bold)
+
+
+def line_text(line: RawLine) -> str:
+    return "".join((word.join if index else "") + word.text for index, word in enumerate(line.words))
+
+
+def _caption_pieces(lines: list[RawLine]) -> list[Piece]:
+    pieces: list[Piece] = []
+    for number, line in enumerate(lines):
+        if number:
+            pieces.append(("\n", None))
+        for index, word in enumerate(line.words):
+            if index:
+                pieces.append((word.join, None))
+            pieces.append((word.text, word))
+    if pieces:
+        pieces.append(("\n", None))
+    return pieces
+
+
+def _row_pieces(row: list[Cell]) -> list[Piece]:
+    pieces: list[Piece] = [("|", None)]
+    for cell in row:
+        pieces.append((" ", None))
+        for index, word in enumerate(cell):
+            if index:  # words of one cell may come from several lines: a space, except inside Chinese
+                cjk = CJK_RE.match(cell[index - 1].text[-1]) and CJK_RE.match(word.text[0])
+                pieces.append(("" if cjk or not word.join else " ", None))
+            text = word.text.replace("|", "\\|")
+            pieces.append((text, RawWord(text, word.box, word.join)))
+        pieces.append((" |", None))
+    return pieces

@@ -1,0 +1,159 @@
+"""``python -m rag.lab bench tables``: do questions about table cells retrieve their table, with tables
+read as plain text (before) and as Markdown table chunks (after)?
+
+The questions (``rag/lab/data/table_questions.json``) were written by hand from the tables of the Uber
+10-Q and the two Chinese annual reports in ``../shared/data/pdfs``; each names its file, page, row
+label and cell value. A question is a hit at k when one of the top-k passages of the default pipeline
+(ranked to depth 20, no context budget) lies on that page and holds both the row label and the value
+(whitespace ignored); "row intact at 3" also asks that they share one line, so the passage shows which
+row the value belongs to (flattened tables put every cell on a line of its own). A filing states many
+figures in more than one table (the income statement and the MD&A), so "same fact at 3" counts a row
+with that label and value on any page of the right document. The same criteria serve both runs. Figures are printed per split: tuning (even question numbers) and test (odd).
+
+Both runs ingest the three PDFs into temporary stores with the configured embedders; embeddings are
+cached in ``<cache>/lab/tables-embed-cache.sqlite3`` so a second run embeds only what changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from rag.config import DEFAULT_HOME, RagConfig
+from rag.evaluation.retrieval import mode_settings
+from rag.ingest.ingestor import Ingestor
+from rag.runtime import build_engine, build_router, build_store
+
+QUESTIONS = Path(__file__).with_name("data") / "table_questions.json"
+DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared beside the repo
+KS = (1, 3, 5)
+EXPLAIN = bool(os.environ.get("CITEWISE_EXPLAIN"))  # print the top 3 of every miss (diagnosis only)
+
+
+def main(argv: list[str], config: RagConfig) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rag.lab bench tables")
+    parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    parser.add_argument("--split", choices=["tune", "test", "all"], default="all")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--misses", action="store_true", help="list the questions missed at 3")
+    args = parser.parse_args(argv)
+    questions = [q for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
+                 if args.split == "all" or q["split"] == args.split]
+    files = sorted({q["file"] for q in questions})
+    paths = [next((args.data_root / "pdfs").glob(f"*/{name}"), None) for name in files]
+    if not all(paths):
+        print(f"the shared PDFs are not under {args.data_root / 'pdfs'}")
+        return 1
+    runs = {label: run(paths, questions, config.with_overrides({"ingest.tables": tables}))
+            for label, tables in (("before (tables as plain text)", False), ("after (tables as Markdown chunks)", True))}
+    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
+    if args.json:
+        print(json.dumps({"split": args.split, "runs": runs, "loadavg": load}, ensure_ascii=False, indent=2))
+        return 0
+    print(f"Table questions ({len(questions)}; load average {' '.join(load)})\n")
+    print("| run | split | questions | hit@1 | hit@3 | hit@5 | row intact@3 | same fact@3 | en hit@3 | zh hit@3 "
+          "| table chunks | parse s | ingest s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for label, result in runs.items():
+        for split in ("tune", "test", "all"):
+            scores = result[split]
+            if scores["questions"]:
+                print(f"| {label} | {split} | {scores['questions']} | {scores['hit@1']:.3f} | {scores['hit@3']:.3f} | "
+                      f"{scores['hit@5']:.3f} | {scores['row intact@3']:.3f} | {scores['fact@3']:.3f} | "
+                      f"{scores['en hit@3']:.3f} | "
+                      f"{scores['zh hit@3']:.3f} | {result['table_chunks']} | {result['parse_s']:.0f} | "
+                      f"{result['ingest_s']:.0f} |")
+    if args.misses:
+        for label, result in runs.items():
+            print(f"\nmissed at 3, {label}:")
+            for miss in result["misses"]:
+                print(f"- {miss}")
+    return 0
+
+
+def run(paths: list[Path], questions: list[dict], config: RagConfig) -> dict:
+    cache = DEFAULT_HOME / "lab" / "tables-embed-cache.sqlite3"
+    with tempfile.TemporaryDirectory(prefix="citewise-tables-") as tmp:
+        config = replace(config, storage=replace(config.storage, data_dir=tmp, chroma_mode="embedded"))
+        if cache.exists():
+            shutil.copy(cache, Path(tmp) / "embed_cache.sqlite3")
+        store = build_store(config, build_router(config))
+        started = time.perf_counter()
+        ids = {}
+        parse_s = 0.0
+        for path in paths:
+            result = Ingestor(store, config).ingest_path(path)
+            if not result.ok:
+                raise RuntimeError(f"{path.name}: {result.error}")
+            ids[result.doc_id] = path.name
+            parse_s += result.timings.get("parse", 0.0)
+        ingest_s = time.perf_counter() - started
+        table_chunks = sum(1 for doc_id in ids for chunk in store.chunks(doc_id) if chunk.kind == "table")
+        ranked_config, _ = mode_settings("default", config)
+        engine = build_engine(ranked_config, store=store, with_llm=False)  # the app's retrieval, ranked to depth 20
+        ranks: dict[str, int | None] = {}
+        row_ranks: dict[str, int | None] = {}
+        fact_ranks: dict[str, int | None] = {}
+        for question in questions:
+            nodes = engine.search(question["question"]).nodes
+            found = [_hit(node.node.metadata, node.node.get_content(), question, ids) for node in nodes]
+            ranks[question["id"]] = _first(found, lambda hit: hit[0] and bool(hit[1]))
+            row_ranks[question["id"]] = _first(found, lambda hit: hit[0] and hit[1] == "row")
+            fact_ranks[question["id"]] = _first(found, lambda hit: hit[1] == "row")
+            if EXPLAIN and not _within(ranks[question["id"]], 3):
+                print(f"\n{question['id']} p{question['page']} {question['question']} [{question['row']} = {question['answer']}]")
+                for node in nodes[:3]:
+                    meta = node.node.metadata
+                    print(f"   {ids.get(meta['doc_id'], '?')[:12]} p{meta['page_start']} {meta.get('kind')} "
+                          f"{node.score:.3f} {node.node.get_content()[:150]!r}")
+        store.close()
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(tmp) / "embed_cache.sqlite3", cache)
+    result = {"ingest_s": round(ingest_s, 1), "parse_s": round(parse_s, 1), "table_chunks": table_chunks, "ranks": ranks, "row_ranks": row_ranks,
+              "misses": [f"{q['split']} {q['id']} p{q['page']} {q['question']}" for q in questions
+                         if not _within(ranks[q["id"]], 3)]}
+    for split in ("tune", "test", "all"):
+        subset = [q for q in questions if split in ("all", q["split"])]
+        scores = {"questions": len(subset), "row intact@3": _share(subset, row_ranks, 3),
+                  "fact@3": _share(subset, fact_ranks, 3)}
+        scores.update({f"hit@{k}": _share(subset, ranks, k) for k in KS})
+        for lang in ("en", "zh"):
+            scores[f"{lang} hit@3"] = _share([q for q in subset if q["id"].startswith(lang)], ranks, 3)
+        result[split] = scores
+    return result
+
+
+def _hit(metadata: dict, text: str, question: dict, ids: dict[str, str]) -> tuple[bool, str]:
+    """(on the question's page, "row" | "passage" | ""): label and value on one line, both anywhere in
+    the passage, or not both there; a passage of another document is never a hit."""
+    if ids.get(metadata.get("doc_id")) != question["file"]:
+        return False, ""
+    on_page = int(metadata.get("page_start", 0)) <= question["page"] <= int(metadata.get("page_end", 0))
+    row, answer = _squeeze(question["row"]), _squeeze(question["answer"])
+    if any(row in line and answer in line for line in map(_squeeze, text.split("\n"))):
+        return on_page, "row"
+    squeezed = _squeeze(text)
+    return on_page, "passage" if row in squeezed and answer in squeezed else ""
+
+
+def _first(found: list[tuple[bool, str]], test) -> int | None:
+    return next((rank for rank, hit in enumerate(found, start=1) if test(hit)), None)
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _within(rank: int | None, k: int) -> bool:
+    return rank is not None and rank <= k
+
+
+def _share(questions: list[dict], ranks: dict[str, int | None], k: int) -> float:
+    return sum(_within(ranks[q["id"]], k) for q in questions) / len(questions) if questions else 0.0

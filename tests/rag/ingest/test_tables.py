@@ -1,0 +1,177 @@
+"""Tables as tables: Markdown blocks with caption and header, own chunks, row-level highlights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag.answer.citations import best_quote
+from rag.answer.highlight import locate_passage
+from rag.config import ChunkingConfig, RagConfig
+from rag.ingest import pdf_pages
+from rag.ingest.chunking import chunk_document
+from rag.ingest.ingestor import Ingestor
+from rag.ingest.options import ParseOptions
+from rag.ingest.parse import parse_file
+from rag.ingest.pdf_layout import RawWord
+from rag.ingest.table_grid import clean_rows
+from rag.index.store import DocumentStore
+from rag.text.language import count_tokens
+from tests import fixtures
+
+ZH_ROWS = [("儿童6至11岁", "100", "3"), ("成人18至64岁", "400", "3")]
+
+
+def _markdown_row(cells: tuple[str, ...]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def test_a_ruled_table_becomes_one_markdown_block_with_caption_and_header(tmp_path: Path) -> None:
+    page = parse_file(fixtures.make_table_pdf(tmp_path)).pages[0]
+    [span] = page.tables
+    block = page.text[span.start:span.end]
+    expected = "\n".join([fixtures.TABLE_CAPTION, _markdown_row(fixtures.TABLE_HEADER), "| --- | --- | --- |",
+                          *(_markdown_row(row) for row in fixtures.TABLE_ROWS)])
+    assert block == expected
+    assert (span.caption, span.rows, span.part, span.parts) == (fixtures.TABLE_CAPTION, 4, 1, 1)
+    # the running text keeps the paragraphs around the table and never repeats a cell
+    outside = page.text[:span.start] + page.text[span.end:]
+    assert fixtures.TABLE_INTRO in outside and fixtures.TABLE_OUTRO in outside
+    assert "Adolescents" not in outside and page.text.count("Adolescents 12-17 years") == 1
+    assert all(page.text[w.start:w.end] == w.text for w in page.words)
+
+
+def test_chinese_table_keeps_its_caption_and_cells(tmp_path: Path) -> None:
+    path = fixtures.make_table_pdf(tmp_path, "zh.pdf", rows=ZH_ROWS, caption="表1：各年龄组布洛芬推荐剂量",
+                                   header=("年龄组", "单次剂量（毫克）", "每日次数"), font="china-s")
+    page = parse_file(path).pages[0]
+    [span] = page.tables
+    assert page.text[span.start:span.end].splitlines() == [
+        "表1：各年龄组布洛芬推荐剂量", "| 年龄组 | 单次剂量（毫克） | 每日次数 |", "| --- | --- | --- |",
+        "| 儿童6至11岁 | 100 | 3 |", "| 成人18至64岁 | 400 | 3 |"]
+
+
+def test_a_long_table_is_split_into_parts_that_repeat_caption_and_header(tmp_path: Path) -> None:
+    rows = [(f"Patient group number {n}", str(100 + n), str(n % 4 + 1)) for n in range(24)]
+    path = fixtures.make_table_pdf(tmp_path, rows=rows)
+    document = parse_file(path, options=ParseOptions(table_max_tokens=60))
+    assert len(document.pages) == 1
+    spans = document.pages[0].tables
+    assert len(spans) > 2 and [s.part for s in spans] == list(range(1, len(spans) + 1))
+    body_rows = []
+    for span in spans:
+        lines = document.pages[0].text[span.start:span.end].splitlines()
+        assert lines[:3] == [fixtures.TABLE_CAPTION, _markdown_row(fixtures.TABLE_HEADER), "| --- | --- | --- |"]
+        assert count_tokens("\n".join(lines)) <= 60 and span.parts == len(spans)
+        body_rows += lines[3:]
+    assert body_rows == [_markdown_row(row) for row in rows]  # every row exactly once, in order
+
+
+def test_table_parts_are_chunks_of_their_own_whatever_the_strategy(tmp_path: Path) -> None:
+    rows = [(f"Patient group number {n}", str(100 + n), str(n % 4 + 1)) for n in range(12)]
+    document = parse_file(fixtures.make_table_pdf(tmp_path, rows=rows), options=ParseOptions(table_max_tokens=80))
+    tables = document.table_spans()
+    for strategy in ("recursive", "sentence", "section", "parent_child"):
+        chunks = chunk_document(document, "doc", ChunkingConfig(strategy=strategy, chunk_size=80, chunk_overlap=10))
+        table_chunks = [c for c in chunks if c.kind == "table"]
+        assert [(c.char_start, c.char_end) for c in table_chunks] == tables, strategy
+        for chunk in chunks:
+            assert document.full_text[chunk.char_start:chunk.char_end] == chunk.text
+            if chunk.kind == "text":
+                assert "| --- |" not in chunk.text and "Patient group" not in chunk.text, strategy
+
+
+def test_a_question_about_a_cell_finds_the_table_and_highlights_its_row(store: DocumentStore, config: RagConfig,
+                                                                       tmp_path: Path) -> None:
+    from tests.fakes import make_engine
+
+    path = fixtures.make_table_pdf(tmp_path)
+    result = Ingestor(store, config).ingest_path(path)
+    assert result.ok and result.tables == 1
+    hits = make_engine(store, config).search("single dose for adolescents 12-17 years").nodes
+    top = hits[0].node
+    assert top.metadata["kind"] == "table"
+    quote = best_quote("Adolescents aged 12-17 years take a single dose of 200 mg [1].", top.get_content())
+    assert quote == _markdown_row(fixtures.TABLE_ROWS[1])
+    [(page, rects)] = locate_passage(store, top.node_id, quote)
+    import pymupdf
+
+    with pymupdf.open(path) as pdf:
+        label = pdf[0].search_for("Adolescents 12-17 years")[0]
+        value = pdf[0].search_for("200")[0]
+    assert page == 1 and len(rects) == 1
+    x0, y0, x1, y1 = rects[0]
+    assert abs(y0 - label.y0) < 2 and abs(y1 - label.y1) < 2  # exactly that row's line
+    assert x0 <= label.x0 + 1 and x1 >= value.x1 - 1  # from the label to the last cell
+
+
+def test_a_page_whose_table_extraction_fails_keeps_its_text_and_says_why(tmp_path: Path, monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise ValueError("odd drawing")
+
+    monkeypatch.setattr(pdf_pages, "find_tables", broken)
+    document = parse_file(fixtures.make_table_pdf(tmp_path))
+    page = document.pages[0]
+    assert not page.tables and "Adolescents 12-17 years" in page.text  # plain text, nothing lost
+    assert document.notes == ["page 1: table extraction failed (ValueError: odd drawing); "
+                              "its tables are kept as plain text"]
+
+
+def test_tables_can_be_turned_off(tmp_path: Path) -> None:
+    document = parse_file(fixtures.make_table_pdf(tmp_path), options=ParseOptions(tables=False))
+    assert not document.table_spans() and "| --- |" not in document.full_text
+    assert "Adolescents 12-17 years" in document.full_text
+
+
+def _word(text: str, x0: float, y0: float) -> RawWord:
+    return RawWord(text, (x0, y0, x0 + 8 * len(text), y0 + 10))
+
+
+def test_currency_signs_join_their_numbers_and_split_columns_merge() -> None:
+    # a filing's grid: "$" in its own column on some rows; other rows put the number in that column
+    grid = [[(0, 0, 100, 20), (100, 0, 120, 20), (120, 0, 180, 20)],
+            [(0, 20, 100, 40), (100, 20, 120, 40), (120, 20, 180, 40)]]
+    cells = [[[_word("Cash", 2, 5)], [_word("$", 102, 5)], [_word("4,295", 122, 5)]],
+             [[_word("Goodwill", 2, 25)], [_word("8,420", 102, 25)], []]]
+    rows = clean_rows(grid, cells)
+    assert [[" ".join(w.text for w in cell) for cell in row] for row in rows] == [["Cash", "$ 4,295"],
+                                                                                 ["Goodwill", "8,420"]]
+
+
+def test_a_percent_sign_in_its_own_cell_joins_its_number() -> None:
+    grid = [[(0, 0, 100, 20), (100, 0, 130, 20), (130, 0, 140, 20), (140, 0, 200, 20)]]
+    grid.append([(0, 20, 100, 40), (100, 20, 130, 40), (130, 20, 140, 40), (140, 20, 200, 40)])
+    cells = [[[_word("Note", 2, 5)], [_word("Rate", 102, 5)], [], [_word("Due", 142, 5)]],
+             [[_word("2026", 2, 25)], [_word("8.1", 102, 25)], [_word("%", 131, 25)], [_word("2026", 142, 25)]]]
+    rows = clean_rows(grid, cells)
+    assert [[" ".join(w.text for w in cell) for cell in row] for row in rows] == [["Note", "Rate", "Due"],
+                                                                                 ["2026", "8.1 %", "2026"]]
+    assert rows[1][1][1].join == ""  # written as "8.1%" in the Markdown
+
+
+def test_a_label_wrapped_beside_numbers_at_another_height_is_one_row() -> None:
+    # the label's two lines and the numbers are drawn as cells of different heights (three grid rows)
+    grid = [[(0, 0, 100, 18), (100, 0, 150, 8)],
+            [None, (100, 8, 150, 27)],
+            [(0, 18, 100, 36), None]]
+    cells = [[[_word("net", 2, 2)], []], [[], [_word("343", 102, 12)]], [[_word("profit", 2, 22)], []]]
+    rows = clean_rows(grid, cells)
+    assert [[" ".join(w.text for w in cell) for cell in row] for row in rows] == [["net profit", "343"]]
+
+
+def test_a_label_spanning_rows_of_values_keeps_the_rows_apart() -> None:
+    grid = [[(0, 0, 100, 40), (100, 0, 150, 20)], [None, (100, 20, 150, 40)]]
+    cells = [[[_word("Mobility", 2, 15)], [_word("100", 102, 5)]], [[], [_word("200", 102, 25)]]]
+    rows = clean_rows(grid, cells)
+    assert [[" ".join(w.text for w in cell) for cell in row] for row in rows] == [["Mobility", "100"], ["", "200"]]
+
+
+def test_documents_without_tables_chunk_over_the_whole_text_as_before(tmp_path: Path) -> None:
+    from rag.text.splitting import pack, recursive_split, trim
+
+    document = parse_file(fixtures.make_english_pdf(tmp_path))
+    text = document.full_text
+    assert not document.table_spans()
+    chunks = chunk_document(document, "doc", ChunkingConfig(strategy="recursive", chunk_size=60, chunk_overlap=10))
+    expected = [trim(text, a, b) for a, b in pack(text, recursive_split(text, 0, len(text), 60), 60, 10)]
+    assert [(c.char_start, c.char_end) for c in chunks] == [span for span in expected if span[0] < span[1]]
+    assert all(c.kind == "text" for c in chunks)
