@@ -103,21 +103,23 @@ def strip_markers(text: str) -> str:
     return re.sub(r"\s+([.,;:!?。，；：！？])", r"\1", MARKER_RE.sub("", text)).strip()
 
 
+def answer_pieces(answer: str) -> list[str]:
+    """The answer's sentences as written (markers included, stripped of surrounding space, none empty)."""
+    pieces, start = [], 0
+    for match in _SENTENCE_END.finditer(answer):
+        pieces.append(answer[start:match.end()])
+        start = match.end()
+    pieces.append(answer[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
 def cited_sentences(answer: str, max_n: int) -> list[CitedSentence]:
     """Split an answer into sentences and the source numbers each cites (numbers > ``max_n`` dropped).
 
     Markers written after the full stop ("... 1200 mg. [1]") belong to the sentence before them.
     """
     result = []
-    pieces, start = [], 0
-    for match in _SENTENCE_END.finditer(answer):
-        pieces.append(answer[start:match.end()])
-        start = match.end()
-    pieces.append(answer[start:])
-    for raw in pieces:
-        raw = raw.strip()
-        if not raw:
-            continue
+    for raw in answer_pieces(answer):
         numbers: list[int] = []
         for match in MARKER_RE.finditer(raw):
             for part in re.split(r"[,，、]", match.group(1)):

@@ -5,8 +5,9 @@ Assembled once per configuration (``from_config``): a retrieval chain (retriever
 the chat history (condensed into a standalone question), the document filter and whether to use the
 knowledge base at all:
 
-    condense → (route) → retrieve → number the sources → answerability gate → streamed answer
-             → citations with exact highlights → groundedness
+    condense → (route) → retrieve → fit evidence → number the sources → answerability gate
+             → streamed draft → claims verified against their sources → citations with exact highlights
+             → groundedness
 
 ``stream()`` does everything up to the first token synchronously, so ``AnswerStream.sources`` is ready
 before any token; ``query()`` (llama-index's API) returns a ``Response`` or, with ``streaming=True``, a
@@ -134,8 +135,12 @@ class CitewiseQueryEngine(BaseQueryEngine):
     # -- answering ----------------------------------------------------------------------------------
 
     def stream(self, question: str, *, history: Sequence[ChatTurn] = (), doc_ids: Sequence[str] | None = None,
-               use_knowledge_base: bool = True, search_mode: str | None = None) -> AnswerStream:
+               use_knowledge_base: bool = True, search_mode: str | None = None,
+               skip_gate: bool = False) -> AnswerStream:
         """Retrieve and prepare the answer; iterate the returned stream for tokens.
+
+        ``skip_gate`` answers without the answerability gate (the Chat page's "Ask anyway"); the answer's
+        claims are still verified against their sources.
 
         Raises:
             QueryError: The question is empty or too long, or ``doc_ids`` names unknown documents.
@@ -174,7 +179,8 @@ class CitewiseQueryEngine(BaseQueryEngine):
             return AnswerStream(self, request, question, standalone, None, [], retrieval, asked, timings, trace,
                                 fixed_answer=abstain_text(standalone))
         messages = build_answer_messages(standalone, sources)
-        return AnswerStream(self, request, question, standalone, messages, sources, retrieval, asked, timings, trace)
+        return AnswerStream(self, request, question, standalone, messages, sources, retrieval, asked, timings, trace,
+                            skip_gate=skip_gate)
 
     def answer(self, question: str, **kwargs: Any) -> AnswerResult:
         """``stream()`` consumed to the end; returns the final result."""

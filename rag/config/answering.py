@@ -45,6 +45,24 @@ class GenerationConfig(Section):
                                                       "without gating); bundled models use their calibrated gate.")
     answer_check_calibrated: bool = Field(True, description="Bundled models use the gate calibrated for them "
                                                             "instead of the threshold.")
+    evidence_fitting: bool = Field(True, description="Fit the question's sentences of each passage into the "
+                                                     "context budget instead of whole passages.")
+    broad_context_tokens: int = Field(900, ge=0, le=MAX_CONTEXT_TOKENS,
+                                      description="Budget for broad questions (summaries, overviews, comparisons), "
+                                                  "which get whole passages and the document's opening; 0 treats "
+                                                  "them like any question.")
+    verify_claims: bool = Field(True, description="Check each claim of an answer against the source it cites "
+                                                  "before showing it as fact; failing claims are removed.")
+    verify_with_llm: bool = Field(True, description="Also ask the LLM, per claim, whether the cited sentence "
+                                                    "states it (after the answer has streamed).")
+    verify_threshold: float = Field(0.5, ge=0.0, le=1.0,
+                                    description="A claim fails when the LLM's P(yes) that the source states it "
+                                                "is below this.")
+    verify_anchor_min: float = Field(0.5, ge=0.0, le=1.0,
+                                     description="A claim fails when its cited source holds less than this share "
+                                                 "of the question's rare words (IDF-weighted).")
+    verify_max_claims: int = Field(3, ge=1, le=20, description="Claims checked by the LLM at most per answer "
+                                                               "(the rest get the model-free checks).")
 
 
 @config_section("llm")
