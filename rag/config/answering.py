@@ -28,9 +28,10 @@ class GenerationConfig(Section):
     measurement (README, "Answering").
     """
 
-    # 500 of the model's tokens: the 1.5B model evaluates ~53 prompt tokens/s on 2 idle cores (AVX-512 build),
-    # so sources plus question (~400-600 tokens after the cached system prompt) keep the first token near 8 s
-    max_context_tokens: int = Field(500, ge=64, le=MAX_CONTEXT_TOKENS,
+    # 180 of the model's tokens, filled with the question's sentences of each passage (evidence_fitting): the 1.5B
+    # model evaluates ~50 prompt tokens/s on 2 idle cores (AVX-512 build), and sources plus question, instructions
+    # and the gate's line (~250 tokens after the cached system prompt) keep the first token near 5 s
+    max_context_tokens: int = Field(180, ge=64, le=MAX_CONTEXT_TOKENS,
                                     description="Budget for the sources in the answering model's tokens; more "
                                                 "context means a slower first token.")
     max_answer_tokens: int = Field(384, ge=16, le=8192, description="Longest answer, in tokens.")

@@ -24,7 +24,7 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 NAMED_DATASETS = {"scifact": "beir-scifact", "squad": "squad-v1.1-dev.json", "cmrc2018": "cmrc2018-dev.json"}
-DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data"  # the repo root's ../shared/data
 
 
 @dataclass
