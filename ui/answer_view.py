@@ -43,7 +43,7 @@ class Outcome:
 
 def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTurn] = (),
                   doc_ids: Sequence[str] | None = None, use_knowledge_base: bool = True,
-                  marks: dict[str, str] | None = None) -> Outcome:
+                  marks: dict[str, str] | None = None, skip_gate: bool = False) -> Outcome:
     """Retrieve (and reflect, when on), show the sources at once, stream the answer, then finish it
     (citations, highlights, groundedness).
 
@@ -59,7 +59,7 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
         with st.status(label, expanded=False) as status:
             engine = get_engine(config)
             stream = engine.stream(question, history=history, doc_ids=doc_ids,
-                                   use_knowledge_base=use_knowledge_base)
+                                   use_knowledge_base=use_knowledge_base, skip_gate=skip_gate)
             found = f"{len(stream.sources)} sources found" if use_knowledge_base else "Knowledge base off"
             status.update(label=found, state="complete")
     except QueryError as exc:
@@ -74,8 +74,10 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
     try:
         # write_stream calls iter() once to test the argument and again to loop, and an AnswerStream
         # can be iterated only once: hand it the token generator itself
+        if use_knowledge_base and stream.sources:
+            st.caption(":material/pending: Draft — checking each claim against the source it cites…")
         st.write_stream(iter(stream))
-        with st.spinner("Checking citations…"):
+        with st.spinner("Checking each claim against its source…"):
             result = stream.result()
     except Exception as exc:  # noqa: BLE001
         logger.exception("answering failed while streaming")
@@ -108,12 +110,17 @@ def source_line(source: Source, marks: dict[str, str] | None = None) -> str:
             f"{pages_label(source.page_start, source.page_end)}{score}{badge}")
 
 
-def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str, str] | None = None) -> None:
-    """Everything under an answer: flags, reflection, sources, the citation viewer and the trace."""
+def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str, str] | None = None,
+                  ask_anyway: bool = False) -> None:
+    """Everything under an answer: flags, reflection, sources, the citation viewer and the trace.
+
+    With ``ask_anyway`` a gate refusal offers the "Ask anyway" button (``ASK_ANYWAY_KEY``).
+    """
     if result.error:
         st.error(result.error)
     if result.fallback_reason:
         st.warning(result.fallback_reason)
+    render_verification(result)
     render_groundedness(result)
     render_reflection(result)
     if result.sources:
@@ -121,10 +128,44 @@ def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str
     if result.citations:
         render_citation_viewer(result.citations, store, key=key)
     elif result.used_knowledge_base and result.abstained and not result.error:
-        gate = result.trace.get("answerability") or {}
-        why = f" The answerability check: {gate['reason']}." if gate.get("answerable") is False else ""
-        st.caption(escape_markdown(f"The answer was not found in the documents searched.{why}"))
+        render_refusal(result, key=key, ask_anyway=ask_anyway)
     render_trace(result)
+
+
+ASK_ANYWAY_KEY = "ask_anyway_request"  # session key: the question to answer again without the gate
+
+
+def render_refusal(result: AnswerResult, *, key: str, ask_anyway: bool) -> None:
+    """Why the answer is "not found": the gate's signals or the claims that failed verification."""
+    gate = result.trace.get("answerability") or {}
+    if gate.get("answerable") is False:
+        st.caption(escape_markdown(f"Not answered: the answerability check judged that the sources do not hold the "
+                                   f"answer — {gate.get('reason', '')}."))
+        if ask_anyway:
+            st.button("Ask anyway", key=f"{key}_ask_anyway", icon=":material/replay:", on_click=_request_ask_anyway,
+                      args=(result.question,), help="Answer without the answerability check; each claim is still "
+                                                    "checked against its source.")
+        return
+    failed = [c for c in result.verification if not c.get("supported")]
+    if failed:
+        lines = "\n".join(f"- {escape_markdown(c['sentence'])} — {escape_markdown(c['reason'])}" for c in failed)
+        st.caption(f"Not answered: the draft's claims are not stated by the sources they cite:\n\n{lines}")
+        return
+    st.caption("The answer was not found in the documents searched.")
+
+
+def render_verification(result: AnswerResult) -> None:
+    """Claims removed from the answer because their cited source does not state them."""
+    failed = [c for c in result.verification if not c.get("supported")]
+    if result.abstained or not failed:
+        return
+    lines = "\n".join(f"- {escape_markdown(c['sentence'])} — {escape_markdown(c['reason'])}" for c in failed)
+    st.warning(f"**Removed {len(failed)} claim(s) that the cited sources do not state:**\n\n{lines}",
+               icon=":material/rule:")
+
+
+def _request_ask_anyway(question: str) -> None:
+    st.session_state[ASK_ANYWAY_KEY] = question
 
 
 def render_groundedness(result: AnswerResult) -> None:
