@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     from rag.lab.gate_calibration import add_command
+    from rag.lab.trust_tuning import add_command as add_trust_tuning
 
     parser = argparse.ArgumentParser(prog="python -m rag.lab", description="Citewise benchmarks and calibration")
     add_global_options(parser)
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("what", choices=BENCHMARKS)
     bench.set_defaults(handler=_cmd_bench, passes_extra=True)
     add_command(commands)
+    add_trust_tuning(commands)
     return parser
 
 
