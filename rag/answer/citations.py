@@ -148,12 +148,13 @@ def best_quote(sentence: str, source_text: str) -> str:
         scored.append((hit / len(wanted) - 0.001 * len(tokens) / max(len(wanted), 1), i))
     best_score, best = max(scored)
     start, end = spans[best]
-    # a sentence split by the parser (e.g. at a line break) may need its neighbour
-    if best + 1 < len(spans):
+    # a sentence split by the parser (e.g. at a line break) may need its neighbour, unless evidence fitting
+    # put a gap (" … ") between them
+    if best + 1 < len(spans) and "…" not in source_text[end:spans[best + 1][0] + 2]:
         pair = overlap(sentence, source_text[start:spans[best + 1][1]])
         if pair > best_score + 0.2:
             end = spans[best + 1][1]
-    return source_text[start:end]
+    return source_text[start:end].strip("… ")
 
 
 def infer_source(sentence: str, sources: Sequence[Source], min_overlap: float = 0.5) -> Source | None:

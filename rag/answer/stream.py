@@ -138,6 +138,9 @@ class AnswerStream:
                                                self.standalone_question)
         self._trace["answerability"] = verdict.to_dict()
         self._timings["answer_check_ms"] = verdict.ms
+        stats = getattr(self.request.llm, "last_check_stats", None) or {}
+        if stats.get("prompt_eval_tokens") is not None:  # what the first token waited for (the gate's prefill)
+            self._timings["gate_prompt_tokens"] = int(stats["prompt_eval_tokens"])
         return verdict
 
     def _record_speed(self, started: float, first: float | None, pieces: int) -> None:

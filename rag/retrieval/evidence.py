@@ -113,11 +113,11 @@ def fit_evidence(nodes: Sequence[NodeWithScore], question: str, max_tokens: int,
         keep = [s for s in per_node[n] if (n, s.index) in chosen]
         if not keep:
             continue
-        out.append(_excerpt(item, texts[n], keep, len(per_node[n])))
+        out.append(_excerpt(item, texts[n], keep))
     return out
 
 
-def _excerpt(item: NodeWithScore, text: str, keep: list[_Sentence], total: int) -> NodeWithScore:
+def _excerpt(item: NodeWithScore, text: str, keep: list[_Sentence]) -> NodeWithScore:
     pieces: list[str] = []
     spans: list[list[int]] = []
     previous = -2
@@ -132,10 +132,6 @@ def _excerpt(item: NodeWithScore, text: str, keep: list[_Sentence], total: int) 
             spans.append([sentence.start, sentence.end])
         previous = sentence.index
     excerpt = "".join(pieces)
-    if keep[0].index > 0:
-        excerpt = "… " + excerpt
-    if keep[-1].index < total - 1:
-        excerpt = excerpt + " …"
     copy = annotate_node(item, evidence=spans)
     copy.node = copy.node.model_copy(update={"text": excerpt})
     return copy
