@@ -34,6 +34,8 @@ logger = logging.getLogger(__name__)
 def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
     from rag.evaluation.unanswerable import UNANSWERABLE_SETS, load_set
 
+    if args.dataset == "broad":
+        return _run_broad(args, config)
     split = getattr(args, "split", None)
     real_unanswerables = args.dataset in UNANSWERABLE_SETS or split is not None
     try:
@@ -90,6 +92,26 @@ def evaluate_answers(path: Path | None, config: RagConfig, *, n: int, unanswerab
     report["load_after"] = round(os.getloadavg()[0], 2)
     store.close()
     return report
+
+
+def _run_broad(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.evaluation.broad_eval import evaluate_broad
+    from rag.models.llms import load_embedded_llm
+
+    llm = load_embedded_llm(config.llm, config.generation, DEFAULT_HOME)
+    with tempfile.TemporaryDirectory(prefix="citewise-eval-broad-") as tmp:
+        try:
+            report = evaluate_broad(config, llm, Path(tmp))
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    report["load_average"] = round(os.getloadavg()[0], 2)
+    if getattr(args, "rows", None):
+        Path(args.rows).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else
+          f"broad questions: {report['questions']}, answered {report['answered']}, answered-and-supported "
+          f"{report['answered_and_supported']} (load average {report['load_average']})")
+    return 0
 
 
 def _backends(config: RagConfig, also_server: bool, llm_factory: Any) -> list[tuple[str, Any]]:
