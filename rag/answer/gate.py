@@ -76,6 +76,22 @@ CALIBRATED_GATES: dict[tuple[str, str], Gate] = {
     ("qwen2.5-0.5b-instruct", "zh"): Gate(0.0, 1.0, -0.40615),
 }
 
+# The claim verifier's thresholds per bundled model and question language, (anchor_min, verify_threshold),
+# chosen with the gate above by `python -m rag.lab tune-trust` on the tune split (README "Answering").
+CALIBRATED_VERIFY: dict[tuple[str, str], tuple[float, float]] = {}
+
+
+def verify_thresholds_for(llm: LLM, settings: Any, language: str = "en") -> tuple[float, float]:
+    """(anchor_min, verify_threshold): the bundled model's tuned pair when ``answer_check_calibrated``, else
+    ``verify_anchor_min`` and ``verify_threshold`` from the settings."""
+    if settings.answer_check_calibrated:
+        name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+        pair = CALIBRATED_VERIFY.get((name, "zh" if language == "zh" else "en"))
+        if pair is not None:
+            return pair
+    return settings.verify_anchor_min, settings.verify_threshold
+
+
 YES_WORDS = ("yes", "Yes", "YES", " yes", " Yes", "是", "有", "包含")
 NO_WORDS = ("no", "No", "NO", " no", " No", "否", "不", "没有", "未")
 # Interrogatives and auxiliaries as the BM25 tokenizer leaves them (stemmed): the answer sentence seldom repeats

@@ -18,7 +18,7 @@ from typing import Any, Iterator, Protocol, Sequence
 from llama_index.core.base.llms.types import ChatMessage
 
 from rag.answer.citations import abstain_text, add_inferred_markers, cited_sentences, is_abstention
-from rag.answer.gate import Verdict
+from rag.answer.gate import Verdict, verify_thresholds_for
 from rag.answer.llm_runner import LLMRunner
 from rag.answer.groundedness import check_groundedness
 from rag.answer.llm_runner import RequestLLM
@@ -28,6 +28,7 @@ from rag.answer.verify import revise, verify_claims
 from rag.config import RagConfig
 from rag.retrieval.broad import is_broad
 from rag.retrieval.query import RetrievalResult
+from rag.text.language import detect_language
 
 logger = logging.getLogger(__name__)
 
@@ -203,11 +204,12 @@ class AnswerStream:
         """Check each claim against its cited source; drop failed claims (all failed: abstain)."""
         settings = self.engine.config.generation
         started = time.perf_counter()
+        anchor_min, threshold = verify_thresholds_for(self.request.llm, settings,
+                                                      detect_language(self.standalone_question))
         checks = verify_claims(
             self.standalone_question, sentences, self.sources, idf=getattr(self.engine.store.keywords, "idf", None),
-            llm=self.request.llm if settings.verify_with_llm else None, threshold=settings.verify_threshold,
-            anchor_min=settings.verify_anchor_min, max_llm_claims=settings.verify_max_claims,
-            broad=is_broad(self.standalone_question))
+            llm=self.request.llm if settings.verify_with_llm else None, threshold=threshold, anchor_min=anchor_min,
+            max_llm_claims=settings.verify_max_claims, broad=is_broad(self.standalone_question))
         self._timings["verify_ms"] = _ms(started)
         self._verification = [c.to_dict() for c in checks]
         revised, refused = revise(answer, checks)

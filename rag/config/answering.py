@@ -58,10 +58,11 @@ class GenerationConfig(Section):
                                                     "states it (after the answer has streamed).")
     verify_threshold: float = Field(0.5, ge=0.0, le=1.0,
                                     description="A claim fails when the LLM's P(yes) that the source states it "
-                                                "is below this.")
+                                                "is below this (bundled models use their tuned value).")
     verify_anchor_min: float = Field(0.5, ge=0.0, le=1.0,
                                      description="A claim fails when its cited source holds less than this share "
-                                                 "of the question's rare words (IDF-weighted).")
+                                                 "of the question's rare words, IDF-weighted (bundled models use "
+                                                 "their tuned value).")
     verify_max_claims: int = Field(3, ge=1, le=20, description="Claims checked by the LLM at most per answer "
                                                                "(the rest get the model-free checks).")
 
