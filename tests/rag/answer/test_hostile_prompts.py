@@ -4,7 +4,6 @@ groundedness and follow-up condensation."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from rag.answer.types import ChatTurn
