@@ -1,7 +1,7 @@
 """Broad questions over real PDFs ("What problem does this paper address, and how?", "Summarise ...",
 "How do A and B differ?"): answered, and answered-and-supported.
 
-The questions are ``rag/evaluation/data/broad_questions.json`` (written for Citewise, over
+The questions are ``rag/evaluation/broad_questions.json`` (written for Citewise, over
 ``../shared/data/pdfs``). Each is asked with its PDF selected (the document filter), as a reader asks
 about "this paper". Supported (a gold check, not the verifier): not an abstention, at least one of the
 question's key terms in the answer, and at least one citation on one of its pages (abstract,
@@ -20,7 +20,7 @@ from rag.evaluation.datasets import DEFAULT_DATA_ROOT
 
 logger = logging.getLogger(__name__)
 
-QUESTIONS_FILE = Path(__file__).resolve().parent / "data" / "broad_questions.json"
+QUESTIONS_FILE = Path(__file__).resolve().parent / "broad_questions.json"
 
 
 def load_questions(path: Path = QUESTIONS_FILE) -> list[dict[str, Any]]:
