@@ -40,8 +40,8 @@ ANSWER_SYSTEM_PROMPT = (
     "2. Use only facts stated in the sources. Do not use outside knowledge and do not guess.\n"
     "3. End every sentence that states a fact with the number of the source it comes from, "
     "like [1] or [2].\n"
-    "4. If a source states the answer, give it, even when the source words it differently from the "
-    f"question. Only if no source states it, reply only: \"{ABSTAIN_EN}\" (in Chinese: \"{ABSTAIN_ZH}\").\n"
+    f"4. If the sources do not contain the answer, reply only: \"{ABSTAIN_EN}\" "
+    f"(in Chinese: \"{ABSTAIN_ZH}\").\n"
     "5. Answer briefly, in the language of the question.\n"
     "6. Write plain text only, no HTML."
 )
