@@ -9,14 +9,17 @@ their invisible characters spelled out wherever they appear.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from rag.answer.types import AnswerResult, ChatTurn, Citation, Source
 from rag.config import RagConfig
+from rag.models.turns import listen_for_turns
 from ui.resources import get_engine, page_image
 from ui.safe_text import escape_markdown, label, plain, stream_answer_text
 from ui.trace_view import render_trace, settings_summary, timing_summary
@@ -36,6 +39,35 @@ class Outcome:
     error: str = ""
 
 
+def show_model_wait(answer: Callable[..., Outcome]) -> Callable[..., Outcome]:
+    """``answer`` showing "Waiting for the model (N questions ahead)…" while it waits for the shared model.
+
+    Every session shares the one embedded model and its calls take turns (``rag.models.turns``); the
+    notice sits where the answer will start and goes away when the model is free. Model calls made on a
+    helper thread (query rewrite, HyDE) cannot draw on the page, so only this script's own waits show.
+    """
+
+    @functools.wraps(answer)
+    def answering(*args: Any, **kwargs: Any) -> Outcome:
+        slot = st.empty()
+        script = get_script_run_ctx()
+
+        def show(ahead: int) -> None:
+            if get_script_run_ctx(suppress_warning=True) is not script:
+                return
+            if ahead:
+                slot.info(f"Waiting for the model ({ahead} question{'' if ahead == 1 else 's'} ahead)…",
+                          icon=":material/hourglass_top:")
+            else:
+                slot.empty()
+
+        with listen_for_turns(show):
+            return answer(*args, **kwargs)
+
+    return answering
+
+
+@show_model_wait
 def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTurn] = (),
                   doc_ids: Sequence[str] | None = None, use_knowledge_base: bool = True,
                   marks: dict[str, str] | None = None) -> Outcome:
