@@ -218,7 +218,7 @@ def show_citation_page(citation: Citation, store: Any) -> None:
             st.warning(f"Page {page} could not be rendered: {label(str(exc))}")
             continue
         # st.image renders its caption as Markdown
-        st.image(image, caption=label(f"{citation.file_name} · page {page}"), width="stretch")
+        st.image(image, caption=label(f"{citation.file_name} · page {page}"), width="stretch", output_format="PNG")
 
 
 def render_stats(result: AnswerResult) -> None:
