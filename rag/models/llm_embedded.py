@@ -34,6 +34,9 @@ from rag.models.turns import ModelTurns
 logger = logging.getLogger(__name__)
 
 _SAMPLING_KWARGS = ("temperature", "max_tokens", "stop", "top_p", "top_k", "repeat_penalty", "seed")
+# the answer that follows a yes/no check starts a few ms after it on the same thread; keeping the model for
+# it means llama.cpp evaluates a dozen new tokens, not the whole prompt that another question would evict
+CHECK_KEEPS_MODEL_S = 0.5
 
 
 class EmbeddedLLM(CustomLLM):
@@ -144,7 +147,7 @@ class EmbeddedLLM(CustomLLM):
             from llama_cpp import LogitsProcessorList
         except ImportError:  # a fake llama in tests
             return None, "logits"
-        with self._turns.turn(self.queue_timeout_s):
+        with self._turns.turn(self.queue_timeout_s, keep_for_s=CHECK_KEEPS_MODEL_S):
             _reset_perf_counters(self._llama)
             started = time.monotonic()
             self._llama.create_chat_completion(messages=[_to_dict(m) for m in messages], max_tokens=1,

@@ -8,6 +8,11 @@ it to show "waiting for the model (N questions ahead)".
 
 Each question holds at most one place in the queue at a time (its model calls run one after another),
 so the calls ahead of a caller are the questions ahead of it.
+
+A call may keep the model for its own thread's next call (``keep_for_s``): the answerability check
+shares the answer prompt's whole prefix, so llama.cpp answers after it by evaluating a dozen tokens
+instead of the whole prompt, but only if no other prompt was evaluated in between. Served strictly in
+turn, eight sessions would interleave check and answer and every answer would evaluate its prompt again.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class ModelTurns:
         self._changed = threading.Condition()
         self._queue: deque[object] = deque()
         self._busy = False
+        self._kept: tuple[int, float] | None = None  # (thread, until): the model is kept for that thread's next call
 
     @property
     def waiting(self) -> int:
@@ -81,8 +87,13 @@ class ModelTurns:
             return self._busy
 
     @contextmanager
-    def turn(self, timeout_s: float) -> Iterator[None]:
+    def turn(self, timeout_s: float, *, keep_for_s: float = 0.0) -> Iterator[None]:
         """Hold the model for the block, after waiting at most ``timeout_s`` behind earlier callers.
+
+        Args:
+            timeout_s: Longest wait for the turn.
+            keep_for_s: After the block, keep the model this long for this thread's next call (which then
+                goes first); others wait meanwhile. Defaults to 0 (the next caller in line goes on).
 
         Raises:
             ModelBusyError: The turn did not come within ``timeout_s``.
@@ -93,28 +104,38 @@ class ModelTurns:
         finally:
             with self._changed:
                 self._busy = False
+                self._kept = (threading.get_ident(), time.monotonic() + keep_for_s) if keep_for_s > 0 else None
                 self._changed.notify_all()
 
     def _wait_for_turn(self, timeout_s: float) -> None:
         listener = _listener.get()
         ticket = object()
+        me = threading.get_ident()
         deadline = time.monotonic() + timeout_s
         told: int | None = None
         with self._changed:
-            self._queue.append(ticket)
+            if self._kept_for() == me:
+                self._queue.appendleft(ticket)  # the call the model was kept for
+            else:
+                self._queue.append(ticket)
         try:
             while True:
                 with self._changed:
-                    ahead = self._queue.index(ticket) + (1 if self._busy else 0)
+                    keeper = self._kept_for()
+                    held = self._busy or (keeper is not None and keeper != me)
+                    ahead = self._queue.index(ticket) + (1 if held else 0)
                     if ahead == 0:
                         self._queue.popleft()
-                        self._busy = True
+                        self._busy, self._kept = True, None
                         break
-                    remaining = deadline - time.monotonic()
+                    now = time.monotonic()
+                    remaining = deadline - now
                     if remaining <= 0:
                         raise ModelBusyError(ahead, timeout_s)
                     if ahead == told:
-                        self._changed.wait(remaining)
+                        # wake when the queue moves, or when a kept model is released by the clock
+                        until = self._kept[1] - now if keeper is not None and not self._busy else remaining
+                        self._changed.wait(max(0.0, min(remaining, until)) or 0.001)
                         continue
                 # tell the listener outside the lock: it may draw on a page, and others must not wait for that
                 told = ahead
@@ -127,6 +148,13 @@ class ModelTurns:
             raise
         if told is not None:
             _tell(listener, 0)
+
+
+    def _kept_for(self) -> int | None:
+        """The thread the free model is kept for now, if any (call with the lock held)."""
+        if self._kept is None or self._busy or time.monotonic() >= self._kept[1]:
+            return None
+        return self._kept[0]
 
 
 def _tell(listener: TurnListener | None, ahead: int) -> None:

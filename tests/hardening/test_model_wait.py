@@ -180,3 +180,70 @@ def test_an_openai_runner_falling_back_to_a_busy_embedded_model_says_it_is_busy(
     assert "The model is busy: 1 question was ahead of yours" in request.error
     hold.set()
     holder.join(5)
+
+
+def test_a_call_can_keep_the_model_for_its_threads_next_call() -> None:
+    turns = ModelTurns()
+    order: list[str] = []
+
+    def check_then_answer() -> None:
+        with turns.turn(5.0, keep_for_s=2.0):
+            order.append("check")
+            _in_thread(other)
+            _wait_until(lambda: turns.waiting == 1)  # another question is in line before the check ends
+        with turns.turn(5.0):
+            order.append("answer")
+
+    def other() -> None:
+        with turns.turn(5.0):
+            order.append("other")
+
+    mine = _in_thread(check_then_answer)
+    mine.join(5)
+    _wait_until(lambda: len(order) == 3)
+    assert order == ["check", "answer", "other"]
+
+
+def test_a_kept_model_goes_on_when_its_caller_does_not_come_back() -> None:
+    turns = ModelTurns()
+    with turns.turn(5.0, keep_for_s=0.3):
+        pass
+    waited: list[float] = []
+
+    def other() -> None:
+        started = time.monotonic()
+        with turns.turn(5.0):
+            waited.append(time.monotonic() - started)
+
+    _in_thread(other).join(5)
+    assert len(waited) == 1 and 0.25 <= waited[0] < 1.5  # it waited for the keep to run out, no longer
+
+
+def test_the_answerability_check_keeps_the_model_for_the_answer_that_follows() -> None:
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole
+
+    llama = ScriptedLlama()
+    llm = EmbeddedLLM(llama, model_name="scripted")
+    prompt = [ChatMessage(role=MessageRole.USER, content="<<<SOURCE 1>>>\nThe code is 4711.\n<<<END SOURCE 1>>>")]
+    done = threading.Event()
+
+    def question() -> None:
+        llm.yes_no_probability(prompt, ["yes"], ["no"])
+        _wait_until(lambda: llm.waiting == 1)  # someone else asked meanwhile
+        list(llm.stream_chat(prompt))
+        done.set()
+
+    def someone_else() -> None:
+        llm.complete("someone else's question")
+
+    hold = threading.Event()
+    llama.hold = hold
+    first = _in_thread(question)
+    llama.entered.wait(5)
+    other = _in_thread(someone_else)
+    _wait_until(lambda: llm.waiting == 1)
+    hold.set()
+    first.join(5)
+    other.join(5)
+    contents = [messages[-1]["content"] for messages in llama.calls]
+    assert contents == [prompt[0].content, prompt[0].content, "someone else's question"]
