@@ -12,7 +12,7 @@ import sys
 from rag.cli.common import add_global_options, configure
 from rag.config import RagConfig
 
-BENCHMARKS = ("ingest", "llm", "query", "sources", "answer")
+BENCHMARKS = ("ingest", "llm", "query", "sources", "answer", "load")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +53,10 @@ def _cmd_bench(args: argparse.Namespace, config: RagConfig) -> int:
         from rag.lab.bench_answer import main as bench_answer
 
         return bench_answer(args.rest, config)
+    if args.what == "load":
+        from rag.lab.bench_load import main as bench_load
+
+        return bench_load(args.rest, config)
     if args.what == "sources":
         from rag.lab.bench_sources import main as bench_sources
 
