@@ -61,8 +61,11 @@ def show_model_wait(answer: Callable[..., Outcome]) -> Callable[..., Outcome]:
             else:
                 slot.empty()
 
-        with listen_for_turns(show):
-            return answer(*args, **kwargs)
+        try:
+            with listen_for_turns(show):
+                return answer(*args, **kwargs)
+        finally:
+            slot.empty()  # a wait that ended in an error leaves no stale notice above the message
 
     return answering
 
