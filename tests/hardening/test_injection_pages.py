@@ -14,7 +14,7 @@ import pytest
 import rag.runtime
 from rag.models.llms import LLMHandle
 from tests.app.conftest import app_data, open_app  # noqa: F401 - app_data is a fixture
-from tests.app.markup import live
+from tests.app.markup import live, markdown_strings
 from tests.hardening.hostile_prompts import HOST, QUESTION, ObedientLLM, make_hostile_pdf
 
 pytestmark = pytest.mark.timeout(300)
@@ -63,6 +63,8 @@ def test_chat_with_every_llm_step_obeying_the_document_renders_nothing_live(obed
     assert live(app) == []
     shown = " ".join(str(getattr(element, "value", "")) for element in app.markdown)
     assert "answer.png" in shown  # the obeyed answer is on the page, as text
+    labels = " ".join(text for _, text in markdown_strings(app))
+    assert "U+202E" in labels and "U+200B" in labels and "\u202e" not in labels  # the name's tricks spelled out
     assert not any(HOST in address for address in connections), connections
 
 
