@@ -149,7 +149,6 @@ class ModelTurns:
         if told is not None:
             _tell(listener, 0)
 
-
     def _kept_for(self) -> int | None:
         """The thread the free model is kept for now, if any (call with the lock held)."""
         if self._kept is None or self._busy or time.monotonic() >= self._kept[1]:
