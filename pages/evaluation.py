@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from rag.evaluation import run as eval_run
+from rag.evaluation import uploads
 from rag.config import ConfigError
 from rag.evaluation.datasets import NAMED_DATASETS
 from rag.presets import PresetError
@@ -84,7 +85,7 @@ def evaluate() -> dict:
     bar = st.progress(0.0, text="Loading the question set…")
     if upload is not None:
         with tempfile.TemporaryDirectory() as workdir:
-            dataset = eval_run.load_upload(upload.name, upload.getvalue(), Path(workdir))
+            dataset = uploads.load_upload(upload.name, upload.getvalue(), Path(workdir))
     elif dataset_name:
         from rag.evaluation.datasets import load_dataset
 

@@ -1,7 +1,7 @@
 """``python -m rag bench answer``: time to first token of real answers, per bundled model (~1-3 min).
 
 Builds a small library (SQuAD dev paragraphs as PDFs, one paragraph per page, 4 per PDF, like
-``eval-answers``), then asks ``--questions`` distinct questions through ``AnswerEngine`` with the
+``eval-answers``), then asks ``--questions`` distinct questions through the app's query engine with the
 default settings: the answerability check, the context budget (``generation.max_context_tokens``,
 counted with the model's tokenizer) and ``llm.n_threads``. TTFT is measured from ``stream()`` to the
 first answer token. The first question is "cold": the fixed system prompt is not yet in llama.cpp's

@@ -1,7 +1,8 @@
 """``python -m rag.lab``: benchmarks that print figures, and fitting the answerability gate.
 
 Lab code measures and tunes; the app never imports it. Training and fusion tuning have their own
-entry points (``python -m rag.lab.train_embedder``, ``rag.lab.train_reranker``, ``rag.lab.tune_fusion``).
+entry points (``python -m rag.lab.train_embedder``, ``rag.lab.train_reranker``, ``rag.lab.tune_fusion``,
+``rag.lab.choose_defaults``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from streamlit.testing.v1 import AppTest
 
 import rag.runtime
+from rag.config import RetrievalConfig
 from rag.models.llms import LLMHandle
 from rag.answer.transcript import to_json, to_markdown
 from tests import fixtures
@@ -85,7 +86,7 @@ def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(ap
     assert trace.get("arrow_vega_lite_chart") or trace.get("vega_lite_chart")
     # ... and, in text, the settings used and how many candidates each stage passed on
     captions = [c.value for c in trace.caption]
-    assert any(c.startswith("Settings: top_k 5 · candidate_k 30") for c in captions), captions
+    assert any(c.startswith(f"Settings: top_k 5 · candidate_k {RetrievalConfig().candidate_k}") for c in captions), captions
     final_count = int((table["stage"] == "final").sum())
     assert any(c.startswith("Candidates per stage: ") and c.endswith(f"final {final_count}") for c in captions)
     top = min(5, int((table["stage"] == "fusion").sum()))

@@ -28,7 +28,7 @@ def main() -> None:
     from tests.fakes import HashEmbedding
 
     llm = RoutedLLM(replies=[hostile.ANSWER])
-    rag.runtime.build_llm_handle = lambda config: LLMHandle(llm, "embedded", "scripted")
+    rag.runtime.build_llm_handle = lambda config, **_: LLMHandle(llm, "embedded", "scripted")
     rag.runtime.build_router = lambda config: EmbedderRouter(
         config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}"))
 
