@@ -94,13 +94,16 @@ def read_answer(question: str, run: Run, session: int) -> Answered:
     final = [d for d in last if d.kind == "block:chat_message"]
     redrawn = inside(last, final[-1]) if final else []
     answer = next((d.text for d in redrawn if d.kind == "markdown" and d.path[len(final[-1].path):][:1] == (0,)), "")
-    listed = next((int(_SOURCES.match(d.text).group(1)) for d in redrawn
-                   if d.kind == "block:expandable" and _SOURCES.match(d.text)), 0)
+    listed_at = next((d for d in redrawn if d.kind == "block:expandable" and _SOURCES.match(d.text)), None)
+    listed = int(_SOURCES.match(listed_at.text).group(1)) if listed_at else 0
+    # Streamlit drops a run's unsent deltas when st.rerun starts the redraw (ForwardMsgQueue.clear), so on a
+    # busy server the first run's expander can miss the tab: the reader then first sees the sources redrawn
+    seen = shown or listed_at
     errors = run.errors(bubble) + run.errors(redrawn) + [e for e in run.errors() if e.startswith("exception")]
     asked = " ".join(_unescape(d.text) for d in inside(first, chats[-2]) if d.kind == "markdown")
     if asked != question:
         errors.append(f"the question bubble reads {asked!r}")
-    return Answered(session, question, shown.at if shown else None, run.seconds, listed, answer,
+    return Answered(session, question, seen.at if seen else None, run.seconds, listed, answer,
                     list(dict.fromkeys(errors)), max(ahead, default=0))
 
 
