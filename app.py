@@ -9,7 +9,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import streamlit as st  # noqa: E402
 
-st.set_page_config(page_title="Citewise", page_icon=":material/menu_book:", layout="wide")
+import ui.preload  # noqa: E402, F401  (the heavy imports, once, before sessions race for them)
+
+# an emoji icon, not ":material/...": the browser fetches a material favicon from fonts.gstatic.com,
+# while an emoji one is drawn from a data: URL (the app makes no request off the machine)
+st.set_page_config(page_title="Citewise", page_icon="📖", layout="wide")
 
 pages = [
     st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),

@@ -1,4 +1,10 @@
-"""Chat: streamed, cited answers over your documents, with the highlighted passage on its page."""
+"""Chat: streamed, cited answers over your documents, with the highlighted passage on its page.
+
+Answers are model output and may echo a hostile document: they are shown through ``ui.safe_text``.
+Only the last ``SHOWN_MESSAGES`` messages are drawn (each brings sources, a citation viewer with a
+page image and a trace), so a long session stays as fast as a short one; the exports, built only when
+a button is clicked, keep the whole conversation.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,14 @@ import streamlit as st
 
 from rag.answer.types import ChatTurn
 from rag.answer.transcript import to_json, to_markdown
-from ui.answer_view import ASK_ANYWAY_KEY, escape_markdown, render_result, stream_answer
+from ui.answer_view import ASK_ANYWAY_KEY, render_result, stream_answer
 from ui.resources import get_store
+from ui.safe_text import escape_markdown, plain, show_answer
 from ui.state import current_config
 
 MESSAGES_KEY = "chat_messages"
+SHOWN_MESSAGES = 20  # ten questions and their answers; even, so a question is never cut from its answer
+HISTORY_MESSAGES = 12  # what the answer engine is given (it condenses over fewer than this)
 
 config = current_config()
 store = get_store(config)
@@ -20,12 +29,13 @@ ready = {r.doc_id: r.file_name for r in store.documents() if r.status == "comple
 with st.sidebar:
     use_kb = st.toggle("Use knowledge base", value=True, key="chat_use_kb",
                        help="Off: the model answers from its own knowledge, without sources.")
-    chosen = st.multiselect("Only search these documents", list(ready), format_func=ready.get,
+    chosen = st.multiselect("Only search these documents", list(ready), format_func=lambda d: plain(ready[d]),
                             key="chat_doc_filter", disabled=not use_kb, placeholder="All documents",
                             help="Leave empty to search every indexed document.")
-    st.download_button("Export Markdown", to_markdown(messages), file_name="citewise-chat.md",
+    transcript = list(messages)  # the exports run on click, on another thread: give them this run's history
+    st.download_button("Export Markdown", lambda: to_markdown(transcript), file_name="citewise-chat.md",
                        mime="text/markdown", on_click="ignore", disabled=not messages, icon=":material/download:")
-    st.download_button("Export JSON", to_json(messages), file_name="citewise-chat.json",
+    st.download_button("Export JSON", lambda: to_json(transcript), file_name="citewise-chat.json",
                        mime="application/json", on_click="ignore", disabled=not messages,
                        icon=":material/data_object:")
     if st.button("Clear chat", disabled=not messages, icon=":material/delete_sweep:"):
@@ -40,15 +50,18 @@ if use_kb and not ready:
             "**Use knowledge base** to chat with the model alone.", icon=":material/info:")
     st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:")
 
-for i, message in enumerate(messages):
+hidden = max(0, len(messages) - SHOWN_MESSAGES)
+if hidden:
+    st.caption(f"{hidden} earlier messages not shown. The exports in the sidebar hold the whole conversation.")
+for i, message in enumerate(messages[hidden:], start=hidden):
     with st.chat_message(message["role"]):
         if message["role"] == "user":
             st.markdown(escape_markdown(message["content"]))
             continue
         if message.get("error"):
-            st.error(message["error"])
+            st.error(escape_markdown(message["error"]))
             continue
-        st.markdown(message["content"])
+        show_answer(message["content"])
         render_result(message["result"], store, key=f"chat_msg_{i}", ask_anyway=True)
 
 question = st.chat_input("Ask about your documents")
@@ -56,7 +69,8 @@ anyway = st.session_state.pop(ASK_ANYWAY_KEY, None)  # "Ask anyway" under a refu
 if anyway and not question:
     question = anyway
 if question:
-    history = [ChatTurn(m["role"], m["content"]) for m in messages if m["content"] and not m.get("error")]
+    history = [ChatTurn(m["role"], m["content"]) for m in messages[-HISTORY_MESSAGES:]
+               if m["content"] and not m.get("error")]
     messages.append({"role": "user", "content": question})
     with st.chat_message("user"):
         st.markdown(escape_markdown(question))

@@ -15,6 +15,7 @@ from ui.compare_view import (
     top_scores_by_side,
 )
 from ui.resources import get_store
+from ui.safe_text import label
 from ui.state import current_config
 from ui.trace_view import chart_height
 
@@ -48,7 +49,7 @@ if run and question.strip():
     outcomes = {}
     for side, name, config, column in (("A", name_a, config_a, left), ("B", name_b, config_b, right)):
         with column:
-            st.subheader(f"{side} · {name}")
+            st.subheader(label(f"{side} · {name}"))
             outcome = stream_answer(config, question)
         outcomes[side] = {"name": name, "result": outcome.result, "error": outcome.error}
     st.session_state[RESULTS_KEY] = {"question": question, **outcomes}

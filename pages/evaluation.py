@@ -9,11 +9,14 @@ from pathlib import Path
 import streamlit as st
 
 from rag.evaluation import run as eval_run
+from rag.evaluation import uploads
 from rag.config import ConfigError
 from rag.evaluation.datasets import NAMED_DATASETS
 from rag.presets import PresetError
 from ui.eval_view import RESULTS_KEY, phase_progress, show_results
 from ui.resources import base_config, get_store
+from ui.safe_text import escape_markdown, plain
+from ui.safe_text import label as safe_label  # "label" names a loop variable below
 from ui.state import current_config, preset_store
 
 logger = logging.getLogger(__name__)
@@ -59,13 +62,13 @@ limit = left.slider("Query limit", min_value=5, max_value=1000, value=100, step=
                     help="A reproducible random sample of this many questions (all of them when the set is smaller).")
 names = [NO_PRESET] + presets.names()
 other_name = right.selectbox("Compare with preset", names, index=names.index("Default") if "Default" in names else 0,
-                             key="eval_other")
+                             key="eval_other", format_func=plain)
 other_config = None
 if other_name != NO_PRESET:
     try:
         other_config = presets.load(other_name, base_config())
     except PresetError as exc:
-        st.error(f"{exc}. Hint: pick another preset, or delete this one on the Settings page.")
+        st.error(f"{escape_markdown(str(exc))}. Hint: pick another preset, or delete this one on the Settings page.")
 needs_llm = any(c.query.rewrite or c.query.hyde for c in (config, other_config) if c is not None)
 load_llm = needs_llm and st.toggle(
     "Load the LLM for query rewrite / HyDE", value=False, key="eval_llm",
@@ -82,7 +85,7 @@ def evaluate() -> dict:
     bar = st.progress(0.0, text="Loading the question set…")
     if upload is not None:
         with tempfile.TemporaryDirectory() as workdir:
-            dataset = eval_run.load_upload(upload.name, upload.getvalue(), Path(workdir))
+            dataset = uploads.load_upload(upload.name, upload.getvalue(), Path(workdir))
     elif dataset_name:
         from rag.evaluation.datasets import load_dataset
 
@@ -97,7 +100,7 @@ def evaluate() -> dict:
         if compared != other_config:
             notes.append(f"Preset “{other_name}” changes chunking or embedding; both runs use the current index, "
                          "so only its retrieval, rerank, MMR, query and generation settings are compared.")
-        settings.append((f"Preset: {other_name}", compared))
+        settings.append((f"Preset: {plain(other_name)}", compared))
 
     if eval_run.is_csv_set(dataset):
         if not store.completed_ids():
@@ -107,7 +110,7 @@ def evaluate() -> dict:
         bar.progress(0.05, text=f"{len(dataset.queries)} questions against your {len(store.completed_ids())} "
                                 "document(s)")
     else:
-        bar.progress(0.0, text=f"Opening the evaluation index for {dataset.name} "
+        bar.progress(0.0, text=f"Opening the evaluation index for {safe_label(dataset.name)} "
                                f"({len(dataset.corpus):,} passages; built once, cached in {eval_run.EVAL_HOME / 'eval'})…")
         target = eval_run.corpus_store(dataset, config, store.router, progress=phase_progress(bar, 0.0, 0.4))
         close = True
@@ -143,11 +146,13 @@ if run:
             status.update(label="Evaluation finished", state="complete", expanded=False)
         except (OSError, ValueError, ConfigError, PresetError) as exc:
             status.update(label="Evaluation failed", state="error")
-            st.error(f"{exc}. Hint: check the file format (see the help on the upload box) or pick another set.")
+            st.error(f"{escape_markdown(str(exc))}. Hint: check the file format (see the help on the upload box) "
+                     "or pick another set.")
         except Exception as exc:  # noqa: BLE001 - the page shows why, never a traceback
             logger.exception("evaluation failed")
             status.update(label="Evaluation failed", state="error")
-            st.error(f"Evaluation failed: {type(exc).__name__}: {exc}. Hint: see the server log for details.")
+            st.error(f"Evaluation failed: {type(exc).__name__}: {escape_markdown(str(exc))}. Hint: see the server log "
+                     "for details.")
 
 if RESULTS_KEY in st.session_state:
     show_results(st.session_state[RESULTS_KEY])

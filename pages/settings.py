@@ -12,9 +12,9 @@ import streamlit as st
 
 from rag.config import DEFAULT_HOME, ConfigError, endpoint_host, endpoint_of, endpoint_summary, with_endpoint_of
 from rag.presets import PresetError, PresetResult, changed_fields, dump_preset, preset_from_text
-from ui.answer_view import escape_markdown
 from ui.reindex import reindex_documents
 from ui.resources import base_config, get_store
+from ui.safe_text import escape_markdown, label
 from ui.settings_form import apply_values, check_llm, clear_widgets, reindex_fields, settings_form
 from ui.state import CONFIG_NOTICE_KEY, current_config, preset_store, reset_config, set_config
 
@@ -74,7 +74,7 @@ if st.session_state.get(PENDING_KEY):
     pending = st.session_state[PENDING_KEY]
     target = {**endpoint_of(config), **pending["held"]}
     with st.container(border=True):
-        st.warning(f"Not applied from “{escape_markdown(pending['origin'])}”: {', '.join(pending['held'])}. These "
+        st.warning(f"Not applied from “{label(pending['origin'])}”: {', '.join(pending['held'])}. These "
                    "choose the server that receives every question with its sources, and which API key is sent "
                    "to it. Confirm only if you trust that host:")
         st.code(endpoint_summary(target), language=None)
@@ -83,7 +83,7 @@ if st.session_state.get(PENDING_KEY):
             st.session_state.pop(PENDING_KEY)
             try:
                 switch_to(config.with_overrides(pending["held"]),
-                          f"LLM endpoint set to {escape_markdown(endpoint_host(target['llm.base_url']))} for this "
+                          f"LLM endpoint set to {label(endpoint_host(target['llm.base_url']))} for this "
                           "session.")
             except ConfigError as exc:
                 st.error(escape_markdown(f"Not applied: {exc}."))
@@ -120,14 +120,14 @@ with load_col:
     load, delete = st.columns(2)
     if load.button("Load preset"):
         try:
-            apply_preset(presets.open(chosen, preset_base()), chosen, f"Loaded preset “{escape_markdown(chosen)}”.")
+            apply_preset(presets.open(chosen, preset_base()), chosen, f"Loaded preset “{label(chosen)}”.")
         except PresetError as exc:
             st.error(escape_markdown(f"{exc}. Hint: delete the preset file or fix it in a text editor."))
     if delete.button("Delete preset", disabled=presets.is_builtin(chosen),
                      help="Built-in presets are read-only."):
         try:
             presets.delete(chosen)
-            st.session_state[FLASH_KEY] = f"Deleted preset “{escape_markdown(chosen)}”."
+            st.session_state[FLASH_KEY] = f"Deleted preset “{label(chosen)}”."
             st.rerun()
         except PresetError as exc:
             st.error(escape_markdown(str(exc)))
@@ -136,11 +136,11 @@ with save_col:
     if st.button("Save preset", help="Saves the applied settings (apply your edits first)."):
         try:
             path = presets.save(name.strip(), config)
-            st.session_state[FLASH_KEY] = escape_markdown(f"Saved preset “{name.strip()}” to {path}.")
+            st.session_state[FLASH_KEY] = f"Saved preset “{label(name.strip())}” to {label(str(path))}."
             st.session_state[SELECT_KEY + "_next"] = name.strip()
             st.rerun()
         except (PresetError, OSError) as exc:
-            st.error(f"{exc}. Hint: built-in names are reserved; pick another name.")  # the name this user typed
+            st.error(f"{escape_markdown(str(exc))}. Hint: built-in names are reserved; pick another name.")
 with file_col:
     st.download_button("Download settings (YAML)", dump_preset(config), file_name="citewise-settings.yaml",
                        mime="application/x-yaml")
@@ -148,10 +148,10 @@ with file_col:
     if upload is not None and st.button("Apply uploaded preset"):
         try:
             result = preset_from_text(upload.getvalue(), preset_base(), origin=upload.name)
-            apply_preset(result, upload.name, f"Applied {escape_markdown(upload.name)}.")
+            apply_preset(result, upload.name, f"Applied {label(upload.name)}.")
         except PresetError as exc:
-            st.error(escape_markdown(f"{upload.name}: {exc}. Hint: use a file saved with “Download settings "
-                                     "(YAML)”."))
+            st.error(f"{label(upload.name)}: {escape_markdown(str(exc))}. Hint: use a file saved with “Download "
+                     "settings (YAML)”.")
 
 if st.button("Reset to defaults", help="Back to the defaults (and any RAG_* environment settings)."):
     st.session_state.pop(PENDING_KEY, None)
@@ -184,7 +184,7 @@ else:
 # -- LLM connection --------------------------------------------------------------------------------
 st.subheader("LLM connection")
 llm = config.llm
-st.caption(escape_markdown(
+st.caption(label(  # a preset may set any of these strings
     f"Backend {llm.backend}: "
     + (f"{endpoint_host(llm.base_url)} ({llm.base_url}) · model {llm.model} · key from ${llm.api_key_env}"
        if llm.backend == "openai" else f"embedded model {llm.embedded_model}")

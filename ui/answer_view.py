@@ -2,31 +2,29 @@
 reflection's context grades and groundedness flags. Shared by the Chat and Compare pages.
 
 Document text (sources, quotes) is data: it goes through ``st.text`` or escaped Markdown, never HTML.
-The answer itself is the model's Markdown, which Streamlit renders without HTML.
+The answer is the model's Markdown, which may echo a hostile document: it is shown through
+``ui.safe_text`` (links, images and HTML as text), also while it streams. File names are escaped and
+their invisible characters spelled out wherever they appear.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from rag.answer.types import AnswerResult, ChatTurn, Citation, Source
 from rag.config import RagConfig
+from rag.models.turns import listen_for_turns
 from ui.resources import get_engine, page_image
+from ui.safe_text import escape_markdown, label, plain, stream_answer_text
 from ui.trace_view import render_trace, settings_summary, timing_summary
 
 logger = logging.getLogger(__name__)
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
-
-
-def escape_markdown(text: str) -> str:
-    """``text`` shown literally by ``st.markdown`` (no formatting, links, HTML, LaTeX or colour directives)."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def pages_label(start: int, end: int) -> str:
@@ -41,6 +39,38 @@ class Outcome:
     error: str = ""
 
 
+def show_model_wait(answer: Callable[..., Outcome]) -> Callable[..., Outcome]:
+    """``answer`` showing "Waiting for the model (N questions ahead)…" while it waits for the shared model.
+
+    Every session shares the one embedded model and its calls take turns (``rag.models.turns``); the
+    notice sits where the answer will start and goes away when the model is free. Model calls made on a
+    helper thread (query rewrite, HyDE) cannot draw on the page, so only this script's own waits show.
+    """
+
+    @functools.wraps(answer)
+    def answering(*args: Any, **kwargs: Any) -> Outcome:
+        slot = st.empty()
+        script = get_script_run_ctx()
+
+        def show(ahead: int) -> None:
+            if get_script_run_ctx(suppress_warning=True) is not script:
+                return
+            if ahead:
+                slot.info(f"Waiting for the model ({ahead} question{'' if ahead == 1 else 's'} ahead)…",
+                          icon=":material/hourglass_top:")
+            else:
+                slot.empty()
+
+        try:
+            with listen_for_turns(show):
+                return answer(*args, **kwargs)
+        finally:
+            slot.empty()  # a wait that ended in an error leaves no stale notice above the message
+
+    return answering
+
+
+@show_model_wait
 def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTurn] = (),
                   doc_ids: Sequence[str] | None = None, use_knowledge_base: bool = True,
                   marks: dict[str, str] | None = None, skip_gate: bool = False) -> Outcome:
@@ -72,11 +102,10 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
     if stream.sources:
         render_sources(stream.sources, marks=marks)
     try:
-        # write_stream calls iter() once to test the argument and again to loop, and an AnswerStream
-        # can be iterated only once: hand it the token generator itself
         if use_knowledge_base and stream.sources:
             st.caption(":material/pending: Draft — checking each claim against the source it cites…")
-        st.write_stream(iter(stream))
+        # every redraw goes through safe_markdown: the raw tokens may echo a document's links and images
+        stream_answer_text(iter(stream))
         with st.spinner("Checking each claim against its source…"):
             result = stream.result()
     except Exception as exc:  # noqa: BLE001
@@ -84,12 +113,12 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
         return _failed(f"The answer failed ({type(exc).__name__}: {exc}). The server log has the details.")
     result.trace["settings"] = settings_summary(config)  # what produced this answer, for the trace and exports
     if result.error:
-        st.error(result.error)
+        st.error(escape_markdown(result.error))
     return Outcome(result=result)
 
 
 def _failed(message: str) -> Outcome:
-    st.error(message)
+    st.error(escape_markdown(message))
     return Outcome(error=message)
 
 
@@ -106,7 +135,7 @@ def source_line(source: Source, marks: dict[str, str] | None = None) -> str:
     """``**[n]** file · pages · score`` plus a badge from ``marks`` (by chunk id), as safe Markdown."""
     score = f" · score {source.score:.3f}" if source.score is not None else ""
     badge = f" :orange-badge[{marks[source.chunk_id]}]" if marks and source.chunk_id in marks else ""
-    return (f"**[{source.n}]** {escape_markdown(source.file_name)} · "
+    return (f"**[{source.n}]** {label(source.file_name)} · "
             f"{pages_label(source.page_start, source.page_end)}{score}{badge}")
 
 
@@ -117,9 +146,9 @@ def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str
     With ``ask_anyway`` a gate refusal offers the "Ask anyway" button (``ASK_ANYWAY_KEY``).
     """
     if result.error:
-        st.error(result.error)
+        st.error(escape_markdown(result.error))
     if result.fallback_reason:
-        st.warning(result.fallback_reason)
+        st.warning(escape_markdown(result.fallback_reason))
     render_verification(result)
     render_groundedness(result)
     render_reflection(result)
@@ -139,8 +168,8 @@ def render_refusal(result: AnswerResult, *, key: str, ask_anyway: bool) -> None:
     """Why the answer is "not found": the gate's signals or the claims that failed verification."""
     gate = result.trace.get("answerability") or {}
     if gate.get("answerable") is False:
-        st.caption(escape_markdown(f"Not answered: the answerability check judged that the sources do not hold the "
-                                   f"answer — {gate.get('reason', '')}."))
+        st.caption(label(f"Not answered: the answerability check judged that the sources do not hold the "
+                         f"answer — {gate.get('reason', '')}."))
         if ask_anyway:
             st.button("Ask anyway", key=f"{key}_ask_anyway", icon=":material/replay:", on_click=_request_ask_anyway,
                       args=(result.question,), help="Answer without the answerability check; each claim is still "
@@ -148,7 +177,7 @@ def render_refusal(result: AnswerResult, *, key: str, ask_anyway: bool) -> None:
         return
     failed = [c for c in result.verification if not c.get("supported")]
     if failed:
-        lines = "\n".join(f"- {escape_markdown(c['sentence'])} — {escape_markdown(c['reason'])}" for c in failed)
+        lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in failed)
         st.caption(f"Not answered: the draft's claims are not stated by the sources they cite:\n\n{lines}")
         return
     st.caption("The answer was not found in the documents searched.")
@@ -159,7 +188,7 @@ def render_verification(result: AnswerResult) -> None:
     failed = [c for c in result.verification if not c.get("supported")]
     if result.abstained or not failed:
         return
-    lines = "\n".join(f"- {escape_markdown(c['sentence'])} — {escape_markdown(c['reason'])}" for c in failed)
+    lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in failed)
     st.warning(f"**Removed {len(failed)} claim(s) that the cited sources do not state:**\n\n{lines}",
                icon=":material/rule:")
 
@@ -176,7 +205,7 @@ def render_groundedness(result: AnswerResult) -> None:
     if not unsupported:
         st.caption(f":material/verified: All {len(checks)} cited sentences are supported by their sources.")
         return
-    lines = "\n".join(f"- {escape_markdown(g['sentence'])} ({escape_markdown(g['reason'] or 'unsupported')})"
+    lines = "\n".join(f"- {label(g['sentence'])} ({label(g['reason'] or 'unsupported')})"
                       for g in unsupported)
     st.warning(f"**{len(unsupported)} of {len(checks)} cited sentences are not supported by the cited "
                f"source:**\n\n{lines}", icon=":material/report:")
@@ -201,7 +230,7 @@ def render_reflection(result: AnswerResult) -> None:
 
 def render_citation_viewer(citations: Sequence[Citation], store: Any, *, key: str) -> None:
     """Choose a citation; see its passage highlighted on the PDF page (or quoted, for other formats)."""
-    labels = [f"[{c.n}] {c.file_name} · p. {c.page}" + (" · matched without a marker" if c.inferred else "")
+    labels = [f"[{c.n}] {plain(c.file_name)} · p. {c.page}" + (" · matched without a marker" if c.inferred else "")
               for c in citations]
     index = st.selectbox("Citation", range(len(citations)), format_func=labels.__getitem__, key=f"{key}_citation")
     citation = citations[index]
@@ -230,10 +259,11 @@ def show_citation_page(citation: Citation, store: Any) -> None:
         try:
             image = page_image(str(path), int(page), tuple(tuple(r) for r in rects), path.stat().st_mtime)
         except (OSError, ValueError, RuntimeError) as exc:
-            st.warning(f"Page {page} could not be rendered: {exc}")
+            st.warning(f"Page {page} could not be rendered: {label(str(exc))}")
             continue
-        st.image(image, caption=f"{citation.file_name} · page {page}", width="stretch")
+        # st.image renders its caption as Markdown
+        st.image(image, caption=label(f"{citation.file_name} · page {page}"), width="stretch", output_format="PNG")
 
 
 def render_stats(result: AnswerResult) -> None:
-    st.caption(timing_summary(result))
+    st.caption(label(timing_summary(result)))

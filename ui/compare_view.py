@@ -1,5 +1,9 @@
 """Compare page pieces: choosing a setting (preset or current, edited in place) and showing two
-answers side by side with the sources that differ marked."""
+answers side by side with the sources that differ marked.
+
+Preset names come from uploaded files and answers from the model: both are shown through
+``ui.safe_text``, never as live Markdown.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from rag.answer.types import AnswerResult
-from rag.config import ConfigError, RagConfig
+from rag.config import ConfigError, RagConfig, setting_specs
 from rag.presets import PresetError
 from ui.answer_view import (
     render_citation_viewer,
@@ -19,28 +23,30 @@ from ui.answer_view import (
     source_line,
 )
 from ui.resources import base_config
+from ui.safe_text import escape_markdown, label, plain, show_answer
 from ui.state import current_config, preset_store
 from ui.trace_view import candidate_frame, render_trace, timing_frame, timing_summary
 
 CURRENT = "Current settings"
 
-# (dotted field, label, kind, options) for the knobs editable in place
-KNOBS: list[tuple[str, str, str, Any]] = [
-    ("retrieval.top_k", "Top-k", "int", (1, 100)),
-    ("retrieval.sources", "Retrievers", "choice", ("hybrid", "vector", "keyword")),
-    ("retrieval.fusion", "Fusion", "choice", ("weighted", "rrf")),
-    ("retrieval.vector_weight", "Vector weight", "float", (0.0, 1.0)),
-    ("retrieval.keyword_weight", "Keyword weight", "float", (0.0, 1.0)),
-    ("retrieval.similarity_threshold", "Similarity threshold", "float", (0.0, 1.0)),
-    ("mmr.enabled", "MMR diversity", "bool", None),
-    ("mmr.lambda_mult", "MMR λ (relevance vs diversity)", "float", (0.0, 1.0)),
-    ("rerank.enabled", "Cross-encoder rerank", "bool", None),
-    ("query.rewrite", "Query rewrite", "bool", None),
-    ("query.hyde", "HyDE", "bool", None),
-    ("reflection.enabled", "Reflection", "bool", None),
-    ("reflection.min_score", "Reflection min score", "int", (1, 10)),
-    ("generation.temperature", "Temperature", "float", (0.0, 2.0)),
-]
+# the knobs editable in place, with their labels; type, bounds, choices and help come from the config's
+# own description (rag.config.setting_specs), like the Settings form
+KNOBS: dict[str, str] = {
+    "retrieval.top_k": "Top-k",
+    "retrieval.sources": "Retrievers",
+    "retrieval.fusion": "Fusion",
+    "retrieval.vector_weight": "Vector weight",
+    "retrieval.keyword_weight": "Keyword weight",
+    "retrieval.similarity_threshold": "Similarity threshold",
+    "mmr.enabled": "MMR diversity",
+    "mmr.lambda_mult": "MMR λ (relevance vs diversity)",
+    "rerank.enabled": "Cross-encoder rerank",
+    "query.rewrite": "Query rewrite",
+    "query.hyde": "HyDE",
+    "reflection.enabled": "Reflection",
+    "reflection.min_score": "Reflection min score",
+    "generation.temperature": "Temperature",
+}
 
 
 def _get(config: RagConfig, dotted: str) -> Any:
@@ -52,40 +58,41 @@ def choose_settings(side: str) -> tuple[str, RagConfig | None]:
     """A preset (or the current settings) for ``side`` with the knobs above editable; None if invalid."""
     names = [CURRENT, *preset_store().names()]
     default = names.index("Vector only") if side == "B" else 0  # a built-in, always listed
-    name = st.selectbox(f"Settings {side}", names, index=default, key=f"compare_{side}_preset")
+    name = st.selectbox(f"Settings {side}", names, index=default, key=f"compare_{side}_preset", format_func=plain)
     try:
         base = current_config() if name == CURRENT else preset_store().load(name, base_config())
     except PresetError as exc:
-        st.error(f"{exc} — choose another preset, or re-save it on the Settings page.")
+        st.error(f"{escape_markdown(str(exc))} — choose another preset, or re-save it on the Settings page.")
         return name, None
     overrides = {}
+    specs = setting_specs()
     with st.expander(f"Edit {side}"):
-        for dotted, label, kind, options in KNOBS:
-            value = _get(base, dotted)
+        for dotted, label in KNOBS.items():
+            spec, value = specs[dotted], _get(base, dotted)
             key = f"compare_{side}_{name}_{dotted}"  # per preset: choosing another preset resets the knobs
-            if kind == "bool":
-                new = st.toggle(label, value=value, key=key)
-            elif kind == "choice":
-                new = st.selectbox(label, options, index=list(options).index(value), key=key)
-            elif kind == "int":
-                new = st.number_input(label, min_value=options[0], max_value=options[1], value=int(value), step=1,
-                                      key=key)
+            if spec.kind == "bool":
+                new = st.toggle(label, value=value, key=key, help=spec.help)
+            elif spec.kind == "choice":
+                new = st.selectbox(label, spec.choices, index=list(spec.choices).index(value), key=key, help=spec.help)
+            elif spec.kind == "int":
+                new = st.number_input(label, min_value=int(spec.minimum), max_value=int(spec.maximum), value=int(value),
+                                      step=1, key=key, help=spec.help)
             else:
-                new = st.slider(label, min_value=options[0], max_value=options[1], value=float(value), step=0.05,
-                                key=key)
+                new = st.slider(label, min_value=float(spec.minimum), max_value=float(spec.maximum), value=float(value),
+                                step=0.05, key=key, help=spec.help)
             if new != value:
                 overrides[dotted] = new
     try:
         return name, base.with_overrides(overrides) if overrides else base
     except ConfigError as exc:
-        st.error(f"Settings {side} are not valid: {exc}")
+        st.error(f"Settings {side} are not valid: {escape_markdown(str(exc))}")
         return name, None
 
 
 def differences_frame(a: RagConfig, b: RagConfig) -> pd.DataFrame:
     from rag.presets import changed_fields
 
-    rows = [{"setting": k, "A": str(va), "B": str(vb)} for k, (va, vb) in changed_fields(a, b).items()]
+    rows = [{"setting": k, "A": plain(str(va)), "B": plain(str(vb))} for k, (va, vb) in changed_fields(a, b).items()]
     return pd.DataFrame(rows, columns=["setting", "A", "B"])
 
 
@@ -97,18 +104,19 @@ def source_marks(mine: AnswerResult | None, other: AnswerResult | None, other_si
     return {s.chunk_id: f"not in {other_side}" for s in mine.sources if s.chunk_id not in theirs}
 
 
-def render_side(label: str, outcome: dict[str, Any], store: Any, *, marks: dict[str, str], key: str) -> None:
-    st.subheader(label)
+def render_side(title: str, outcome: dict[str, Any], store: Any, *, marks: dict[str, str], key: str) -> None:
+    """One side's answer and everything under it; ``title`` is plain text (it may hold a preset name)."""
+    st.subheader(label(title))
     if outcome.get("error"):
-        st.error(outcome["error"])
+        st.error(escape_markdown(outcome["error"]))
         return
     result: AnswerResult = outcome["result"]
-    st.markdown(result.answer)
+    show_answer(result.answer)
     if result.error:
-        st.error(result.error)
+        st.error(escape_markdown(result.error))
     render_reflection(result)
     render_groundedness(result)
-    st.caption(timing_summary(result))
+    st.caption(label(timing_summary(result)))
     if result.sources:
         differing = sum(1 for s in result.sources if s.chunk_id in marks)
         st.caption(f"{len(result.sources)} sources, {differing} not used by the other side")

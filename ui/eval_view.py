@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from rag.evaluation.run import CURVE_KS, EvalRun, latency_histogram, metrics_table
+from ui.safe_text import escape_markdown, label
 
 RESULTS_KEY = "eval_results"
 
@@ -18,7 +19,7 @@ def phase_progress(bar: Any, start: float, end: float) -> Callable[[float, str],
     """A ``(fraction, message)`` callback drawing one phase of the run into ``[start, end]`` of ``bar``."""
 
     def report(fraction: float, message: str) -> None:
-        bar.progress(min(1.0, start + (end - start) * max(0.0, min(1.0, fraction))), text=message)
+        bar.progress(min(1.0, start + (end - start) * max(0.0, min(1.0, fraction))), text=label(message))
 
     return report
 
@@ -59,9 +60,9 @@ def latency_chart(runs: Sequence[EvalRun]) -> alt.Chart:
 def show_results(results: dict[str, Any]) -> None:
     """Render a finished comparison (kept in session state, so it survives reruns)."""
     runs: list[EvalRun] = results["runs"]
-    st.subheader(f"Results on {results['dataset']} ({runs[0].n_queries} questions)")
+    st.subheader(f"Results on {label(results['dataset'])} ({runs[0].n_queries} questions)")
     for message in results.get("notes", []):
-        st.info(message)
+        st.info(escape_markdown(message))
     st.dataframe(metrics_frame(runs), width="stretch", height="content")
     st.caption("Rankings go 20 deep whatever top-k is; recall@top_k is recall at each setting's own top-k, "
                "the passages the chat would see. Latency is retrieval only (no answer generation).")
@@ -74,7 +75,7 @@ def show_results(results: dict[str, Any]) -> None:
         st.altair_chart(latency_chart(runs), width="stretch")
     for run in runs:
         if run.notes:
-            st.caption(f"{run.label}: " + "; ".join(run.notes))
+            st.caption(label(f"{run.label}: " + "; ".join(run.notes)))
     st.download_button("Download results (JSON)",
                        json.dumps({"dataset": results["dataset"], "runs": [r.to_dict() for r in runs]},
                                   ensure_ascii=False, indent=1),

@@ -1,4 +1,8 @@
-"""The per-stage retrieval trace of an answer: a candidate table and a chart of stage timings."""
+"""The per-stage retrieval trace of an answer: a candidate table and a chart of stage timings.
+
+File names, fallback reasons and errors in the trace come from documents, presets and servers: they
+are escaped (captions render Markdown) or shown with their invisible characters spelled out (tables).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import streamlit as st
 
 from rag.answer.types import AnswerResult
 from rag.config import RagConfig
+from ui.safe_text import label, plain
 
 # answer-side timings worth a bar of their own (aggregates like total_ms and ttft_ms are left out)
 ANSWER_STAGES = ("condense", "route", "answer_check", "generation", "reflection", "highlight", "groundedness")
@@ -21,7 +26,7 @@ def candidate_frame(trace: Mapping[str, Any], sources: Any = ()) -> pd.DataFrame
     for stage in (trace.get("retrieval") or {}).get("stages", []):
         for c in stage.get("candidates", []):
             rows.append({"stage": stage["name"], "rank": c["rank"], "chunk": c["chunk_id"],
-                         "document": c["file_name"], "page": c["page"],
+                         "document": plain(c["file_name"]), "page": c["page"],
                          "score": None if c["score"] is None else round(float(c["score"]), 4),
                          "source": f"[{numbers[c['chunk_id']]}]" if c["chunk_id"] in numbers else ""})
     return pd.DataFrame(rows, columns=["stage", "rank", "chunk", "document", "page", "score", "source"])
@@ -40,14 +45,14 @@ def timing_frame(result: AnswerResult) -> pd.DataFrame:
 
 
 def stage_notes(trace: Mapping[str, Any]) -> list[str]:
-    """Why stages degraded or failed, and what the final stage kept, one line each."""
+    """Why stages degraded or failed, and what the final stage kept, one line each (Markdown, escaped)."""
     notes = []
     for stage in (trace.get("retrieval") or {}).get("stages", []):
-        for label, text in (("fallback", stage.get("fallback_reason")), ("error", stage.get("error"))):
+        for kind, text in (("fallback", stage.get("fallback_reason")), ("error", stage.get("error"))):
             if text:
-                notes.append(f"{stage['name']} {label}: {text}")
+                notes.append(f"{stage['name']} {kind}: {label(text)}")
         if stage["name"] == "final":
-            notes.extend(f"final: {note}" for note in stage.get("notes", []))
+            notes.extend(f"final: {label(note)}" for note in stage.get("notes", []))
     if trace.get("retrieval_cached"):
         notes.append("retrieval came from the result cache (same question and settings)")
     return notes
@@ -82,7 +87,7 @@ def render_trace(result: AnswerResult) -> None:
     with st.expander("Retrieval trace"):
         settings = result.trace.get("settings")
         if settings:
-            st.caption("Settings: " + " · ".join(f"{k} {_format_setting(v)}" for k, v in settings.items()))
+            st.caption("Settings: " + " · ".join(f"{k} {label(_format_setting(v))}" for k, v in settings.items()))
         counts = stage_counts(result.trace)
         if counts:
             st.caption(f"Candidates per stage: {counts}")
@@ -100,7 +105,7 @@ def render_trace(result: AnswerResult) -> None:
         if not timings.empty:
             st.bar_chart(timings, x="stage", y="ms", x_label="", y_label="ms", horizontal=True, sort=False,
                          height=chart_height(len(timings)))
-        st.caption(timing_summary(result))
+        st.caption(label(timing_summary(result)))
 
 
 def chart_height(bars: int) -> int:

@@ -37,7 +37,7 @@ from rag.answer.stream import AnswerStream
 from rag.answer.types import AnswerResult, ChatTurn, Source
 from rag.caching import LRUCache
 from rag.config import RagConfig
-from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT, as_quoted_data
+from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT, adds_instructions, as_quoted_data
 from rag.retrieval.assembly import RetrievalChain, build_retrieval, empty_reason
 from rag.retrieval.query import QueryError, RetrievalResult, SearchQuery, as_search_query, validate_query
 from rag.retrieval.trace import QueryTrace
@@ -203,6 +203,9 @@ class CitewiseQueryEngine(BaseQueryEngine):
             if line.startswith(prefix):
                 line = line[len(prefix):].strip()
         standalone = line if 3 <= len(line) <= 1000 else question
+        if adds_instructions(standalone, question):  # the model obeyed the conversation (a quoted document)
+            trace["condense_rejected"] = standalone
+            standalone = question
         trace["standalone_question"] = standalone
         return standalone
 

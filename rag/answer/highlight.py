@@ -187,5 +187,9 @@ def _resolve_chunk(store: DocumentStore, chunk_id_or_chunk: str | Chunk) -> Chun
 
 def render_highlighted_page(pdf_path: str | Path, page: int, rects: Sequence[Sequence[float]],
                             dpi: int = 110) -> bytes:
-    """PNG of one page (1-based) with ``rects`` highlighted."""
+    """PNG of one page (1-based) with ``rects`` highlighted, within ``render_page_png``'s pixel budget.
+
+    Raises:
+        rag.answer.render.PageTooLargeError: The page is too large to draw readably within the budget.
+    """
     return render_page_png(Path(pdf_path), page, dpi=dpi, highlights=[tuple(r) for r in rects])

@@ -4,6 +4,11 @@ A history is a list of messages, each a mapping with ``role`` (``user`` or ``ass
 ``content``; assistant messages may also carry ``result`` (an ``AnswerResult``, or its ``to_dict()``)
 and ``error``. Both exports are deterministic: no clock, no random ids, so the same history always
 gives the same bytes. Document text is written as data (JSON strings, Markdown quotes), never as HTML.
+
+The Markdown export is opened in viewers that render links, images and HTML, so nothing from a
+document, a file name or the model is written live: answers go through ``safe_markdown`` (their
+formatting kept, links and images as code), passages, names, questions and errors through
+``escape_markdown`` (``rag.text``).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import json
 from typing import Any, Mapping, Sequence
 
 from rag.answer.types import AnswerResult
+from rag.text.escape import escape_label, escape_markdown
+from rag.text.safe_markdown import safe_markdown
 
 FORMAT_VERSION = 1
 ROLE_TITLES = {"user": "You", "assistant": "Citewise"}
@@ -45,8 +52,10 @@ def to_markdown(messages: Sequence[Mapping[str, Any]], *, title: str = "Citewise
     lines = [f"# {title}", ""]
     for message in messages:
         role = str(message.get("role", ""))
-        lines += [f"## {ROLE_TITLES.get(role, role.title() or 'Message')}", ""]
-        lines += [str(message.get("content", "")).strip() or "_(empty)_", ""]
+        lines += [f"## {ROLE_TITLES.get(role, escape_label(role.title()) or 'Message')}", ""]
+        content = str(message.get("content", "")).strip()
+        body = safe_markdown(content) if role == "assistant" else escape_markdown(content)
+        lines += [body or "_(empty)_", ""]
         result = result_dict(message)
         error = message.get("error") or (result or {}).get("error")
         if error:
@@ -68,19 +77,21 @@ def _result_lines(result: Mapping[str, Any]) -> list[str]:
         lines += ["**Citations**", ""]
         for c in citations:
             extra = " (matched without a marker)" if c.get("inferred") else ""
-            lines.append(f"- [{c['n']}] {c['file_name']}, p. {c['page']}{extra}: \"{_one_line(c.get('text', ''))}\"")
+            lines.append(f"- \\[{c['n']}\\] {escape_label(c['file_name'])}, p. {c['page']}{extra}: "
+                         f"\"{_one_line(c.get('text', ''))}\"")
         lines.append("")
     sources = result.get("sources") or []
     cited = {c["n"] for c in citations}
     uncited = [s for s in sources if s["n"] not in cited]
     if uncited:
         lines += ["**Other sources retrieved**", ""]
-        lines += [f"- [{s['n']}] {s['file_name']}, {_pages(s['page_start'], s['page_end'])}" for s in uncited]
+        lines += [f"- \\[{s['n']}\\] {escape_label(s['file_name'])}, {_pages(s['page_start'], s['page_end'])}"
+                  for s in uncited]
         lines.append("")
     unsupported = [g for g in result.get("groundedness") or [] if not g.get("supported")]
     if unsupported:
         lines += ["**Not supported by the cited source**", ""]
-        lines += [f"- {_one_line(g['sentence'])} ({g.get('reason') or 'unsupported'})" for g in unsupported]
+        lines += [f"- {_one_line(g['sentence'])} ({_one_line(g.get('reason') or 'unsupported')})" for g in unsupported]
         lines.append("")
     rounds = result.get("reflection") or []
     if rounds:
@@ -99,4 +110,5 @@ def _pages(start: int, end: int) -> str:
 
 
 def _one_line(text: Any) -> str:
-    return " ".join(str(text).split())
+    """Untrusted text as one escaped line (quotes, errors, sentences): shown, never rendered."""
+    return escape_markdown(" ".join(str(text).split()))

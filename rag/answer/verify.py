@@ -28,7 +28,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from rag.answer.citations import CitedSentence, answer_pieces, best_quote, infer_source, strip_markers
 from rag.answer.gate import yes_probability
 from rag.answer.types import Source
-from rag.prompts import ANSWER_SYSTEM_PROMPT, VERIFY_PROMPT, format_sources
+from rag.prompts import ANSWER_SYSTEM_PROMPT, VERIFY_PROMPT, as_quoted_data, format_sources
 from rag.retrieval.evidence import question_terms
 from rag.text.overlap import content_tokens
 from rag.text.tokenizer import tokenize
@@ -193,7 +193,7 @@ def _llm_check(llm: Any, question: str, check: ClaimCheck, threshold: float) -> 
 def verify_messages(question: str, claim: str, quote: str, n: int) -> list[ChatMessage]:
     """The targeted yes/no prompt: the fixed system rules (cached), then the quote, question and claim."""
     user = VERIFY_PROMPT.format(source=format_sources([(n, quote)]), question=" ".join(question.split()),
-                                claim=" ".join(claim.split()))
+                                claim=as_quoted_data(" ".join(claim.split())))
     return [ChatMessage(role=MessageRole.SYSTEM, content=ANSWER_SYSTEM_PROMPT),
             ChatMessage(role=MessageRole.USER, content=user)]
 

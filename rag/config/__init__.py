@@ -10,14 +10,7 @@ Everything other modules import is re-exported here.
 from __future__ import annotations
 
 from rag.config.answering import MAX_CONTEXT_TOKENS, MAX_N_CTX, GenerationConfig, LLMBackend, LLMConfig
-from rag.config.endpoint import (
-    API_KEY_ENV_PATTERN,
-    ENDPOINT_FIELDS,
-    endpoint_host,
-    endpoint_of,
-    endpoint_summary,
-    with_endpoint_of,
-)
+from rag.config.endpoint import API_KEY_ENV_PATTERN, ENDPOINT_FIELDS, endpoint_host, endpoint_summary
 from rag.config.indexing import (
     DEFAULT_HOME,
     ChromaMode,
@@ -40,8 +33,17 @@ from rag.config.search import (
     RetrievalConfig,
     RetrievalSources,
 )
-from rag.config.tree import ENV_ALIASES, RagConfig, _merge, load_config, setting_specs
-from rag.config.yaml_io import YAML_MAX_BYTES, dump_yaml, parse_yaml, read_yaml
+from rag.config.tree import (
+    ENV_ALIASES,
+    RagConfig,
+    _merge,
+    dump_yaml,
+    endpoint_of,
+    load_config,
+    setting_specs,
+    with_endpoint_of,
+)
+from rag.config.yaml_io import YAML_MAX_BYTES, parse_yaml, read_yaml
 
 __all__ = [
     "API_KEY_ENV_PATTERN", "DEFAULT_HOME", "ENDPOINT_FIELDS", "ENV_ALIASES", "MAX_CANDIDATES", "MAX_CONTEXT_TOKENS",

@@ -104,6 +104,11 @@ class LLMConfig(Section):
                                                         "is probed; no answer to the probe fails the request.")
     fallback_to_embedded: bool = Field(True, description="Answer with the embedded model when the server does not "
                                                          "answer.")
+    # every browser session shares the one embedded model and calls take turns on it (rag.models.turns); a
+    # question that cannot get it within this wait fails saying how many were ahead, instead of hanging
+    queue_timeout_s: float = Field(120.0, ge=1.0, le=3600.0,
+                                   description="Longest wait for the embedded model while other questions use it; "
+                                               "a question still waiting then fails with a message.")
 
     @field_validator("base_url")
     @classmethod

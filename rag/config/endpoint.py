@@ -10,13 +10,9 @@ saved preset, the remembered settings) without the user confirming the host firs
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
-
-if TYPE_CHECKING:
-    from rag.config.tree import RagConfig
 
 ENDPOINT_FIELDS = ("llm.backend", "llm.base_url", "llm.model", "llm.api_key_env")
 API_KEY_ENV_PATTERN = re.compile(r"^[A-Z][A-Z0-9_]*_API_KEY$")
@@ -55,17 +51,6 @@ def endpoint_host(url: str) -> str:
         host = f"[{host}]"
     port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
     return f"{parts.scheme}://{host}:{port}"
-
-
-def endpoint_of(config: RagConfig) -> dict[str, Any]:
-    """Dotted endpoint field -> value in ``config``."""
-    return {key: getattr(config.llm, key.split(".", 1)[1]) for key in ENDPOINT_FIELDS}
-
-
-def with_endpoint_of(config: RagConfig, source: RagConfig) -> RagConfig:
-    """``config`` with ``source``'s endpoint fields (everything else unchanged)."""
-    values = {key.split(".", 1)[1]: value for key, value in endpoint_of(source).items()}
-    return dataclasses.replace(config, llm=dataclasses.replace(config.llm, **values))
 
 
 def endpoint_summary(values: dict[str, Any]) -> str:

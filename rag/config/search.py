@@ -18,20 +18,24 @@ MAX_CANDIDATES = 500  # the ceiling of candidate_k and rerank.candidates; reflec
 
 @config_section("retrieval")
 class RetrievalConfig(Section):
+    # every default below was chosen on tuning splits only (SciFact train, the tune halves of SQuAD and
+    # CMRC2018) by rag.lab.choose_defaults' rule: never below the better single retriever on any set, then
+    # the best mean, ties (within 0.002) to fewer candidates; docs/retrieval-protocol.md has the figures
     top_k: int = Field(5, ge=1, le=100, description="Passages handed to the answer.")
-    candidate_k: int = Field(30, ge=1, le=MAX_CANDIDATES,
+    candidate_k: int = Field(20, ge=1, le=MAX_CANDIDATES,
                              description="Candidates each retriever returns before fusion; must be >= top_k.")
     similarity_threshold: float = Field(0.0, ge=0.0, le=1.0,
                                         description="Drop passages whose relevance is below this (0 keeps all).")
     sources: RetrievalSources = Field("hybrid", description="Which retrievers run: hybrid (vector and keyword "
                                                             "search, fused), vector alone, or keyword (BM25) alone.")
-    # defaults from measurement (README, "Retrieval quality"): min-max weighted fusion leaning on
-    # BM25 beat RRF at any k and weight on SQuAD, SciFact and CMRC2018
+    # min-max weighted fusion beat RRF (k 10 or 60) at every weight, on every set
     fusion: FusionMode = Field("weighted", description="weighted: min-max normalised scores, weighted; rrf: "
                                                        "reciprocal rank fusion.")
     rrf_k: int = Field(60, ge=1, le=1000, description="RRF fusion only: each list adds 1/(k + rank).")
-    vector_weight: float = Field(0.45, ge=0.0, le=1.0, description="Weighted fusion only: weight of vector scores.")
-    keyword_weight: float = Field(0.55, ge=0.0, le=1.0,
+    # per query, 0.1 more goes to the dense side when the top keyword hit holds under half of the question's
+    # IDF-weighted terms (rag.retrieval.adaptive; chosen by the same rule)
+    vector_weight: float = Field(0.4, ge=0.0, le=1.0, description="Weighted fusion only: weight of vector scores.")
+    keyword_weight: float = Field(0.6, ge=0.0, le=1.0,
                                   description="Weighted fusion only: weight of keyword (BM25) scores.")
     phrase_weight: float = Field(0.5, ge=0.0, le=2.0,
                                  description="BM25 over adjacent word pairs, added to plain BM25 (0 turns it off).")

@@ -15,12 +15,14 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
+import yaml
 from pydantic import Field
 
 from rag.config.answering import GenerationConfig, LLMConfig
 from rag.config.indexing import ChunkingConfig, EmbeddingConfig, MetadataConfig, StorageConfig
 from rag.config.schema import ConfigError, SettingSpec, config_section, literal_message, section_specs, type_message
 from rag.config.search import MMRConfig, QueryConfig, ReflectionConfig, RerankConfig, RetrievalConfig
+from rag.config.endpoint import ENDPOINT_FIELDS
 from rag.config.yaml_io import read_yaml
 
 
@@ -165,3 +167,19 @@ def _coerce(spec: SettingSpec, value: Any, hint: Any) -> Any:
     except (TypeError, ValueError, OverflowError):
         raise ConfigError(type_message(spec, value)) from None
     return value
+
+
+def dump_yaml(config: RagConfig) -> str:
+    """``config`` as the YAML a preset or ``--config`` file holds."""
+    return yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True)
+
+
+def endpoint_of(config: RagConfig) -> dict[str, Any]:
+    """Dotted endpoint field -> value in ``config``."""
+    return {key: getattr(config.llm, key.split(".", 1)[1]) for key in ENDPOINT_FIELDS}
+
+
+def with_endpoint_of(config: RagConfig, source: RagConfig) -> RagConfig:
+    """``config`` with ``source``'s endpoint fields (everything else unchanged)."""
+    values = {key.split(".", 1)[1]: value for key, value in endpoint_of(source).items()}
+    return dataclasses.replace(config, llm=dataclasses.replace(config.llm, **values))

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from rag.config.schema import ConfigError
-
-if TYPE_CHECKING:
-    from rag.config.tree import RagConfig
 
 YAML_MAX_BYTES = 64 * 1024  # a full preset is about 2 KB
 MAX_DEPTH = 6  # file -> section -> field is 2; a little room for a wrong but harmless shape
@@ -65,10 +62,6 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if len(data) > YAML_MAX_BYTES:
         raise ConfigError(_too_large(str(path), size))
     return parse_yaml(data, str(path))
-
-
-def dump_yaml(config: RagConfig) -> str:
-    return yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True)
 
 
 def _too_large(origin: str, size: int) -> str:

@@ -24,6 +24,7 @@ from rag.evaluation.datasets import DEFAULT_DATA_ROOT, EvalDataset, document_tex
 from rag.evaluation.metrics import aggregate, latency_percentiles
 from rag.ingest.ingestor import embed_chunks
 from rag.text.language import detect_language
+from rag.retrieval.query import QueryError
 from rag.index.store import DocumentStore
 from rag.answer.engine import CitewiseQueryEngine
 from rag.retrieval.query_rewrite import QueryEnhancer
@@ -165,9 +166,15 @@ def evaluate(dataset: EvalDataset, engines: ModeEngines, config: RagConfig, mode
     runs: dict[str, list[str]] = {}
     latencies: list[float] = []
     fallbacks: dict[str, int] = {}
+    rejected = 0
     for i, (qid, query) in enumerate(dataset.queries.items()):
         started = time.perf_counter()
-        result = engine.search(query)
+        try:
+            result = engine.search(query)
+        except QueryError as exc:  # one bad question is a miss, never the end of the run
+            logger.warning("question %s rejected: %s", qid, exc)
+            rejected += 1
+            continue
         latencies.append((time.perf_counter() - started) * 1000)
         runs[qid] = list(dict.fromkeys(n.node.metadata["doc_id"] for n in result.nodes))[:EVAL_DEPTH]
         for stage in result.trace.fallback_reasons:
@@ -175,10 +182,16 @@ def evaluate(dataset: EvalDataset, engines: ModeEngines, config: RagConfig, mode
         if progress:
             progress(i + 1, len(dataset.queries))
     metrics = aggregate(runs, {q: dataset.qrels.get(q, {}) for q in dataset.queries})
+    skipped = dict(dataset.skipped)
+    if rejected:
+        skipped["rejected by the pipeline (counted as misses)"] = rejected
+    note = "; ".join(p for p in (note, replace(dataset, skipped=skipped).skipped_note()) if p)
     return {
         "dataset": dataset.name,
+        "split": dataset.split or "all",
         "mode": mode,
         "n_queries": len(dataset.queries),
+        "skipped": skipped,
         "metrics": {k: round(v, 4) for k, v in metrics.items()},
         "latency_ms": {k: round(v, 2) for k, v in latency_percentiles(latencies).items()},
         "note": note + ("; " if note and batch_query_embeddings else "")
@@ -256,6 +269,9 @@ def main(argv: list[str], config: RagConfig) -> int:
     parser.add_argument("--modes", default=None, help="a comma-separated list of modes to run as a grid")
     parser.add_argument("--limit", type=int, default=None, help="evaluate a random sample of N queries")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    parser.add_argument("--split", default=None,
+                        help="which questions: train / test (BEIR qrels), tune / report (halves by article of "
+                             "SQuAD-style sets), all; default: test for BEIR, all otherwise (docs/retrieval-protocol.md)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table (the default without --json)")
     parser.add_argument("--out", type=Path, default=None, help="also write the Markdown table to this file")
@@ -268,7 +284,7 @@ def main(argv: list[str], config: RagConfig) -> int:
     modes = all_modes() if args.all_modes else ([m.strip() for m in args.modes.split(",") if m.strip()]
                                                  if args.modes else [args.mode])
     try:
-        dataset = load_dataset(args.dataset, args.data_root)
+        dataset = load_dataset(args.dataset, args.data_root, split=args.split)
         needs_llm = any(mode_settings(mode, config)[1] for mode in modes)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,13 +1,11 @@
 """Retrieval evaluation for the app: one settings run with progress, per-query recall curves and latencies.
 
-``rag.evaluation.retrieval.evaluate`` reports aggregates for the CLI; the Evaluation page also needs what lies
-under them (recall@k for k = 1..20 per query, every query's latency), a progress callback, and a way
-to score a CSV question set against the user's own library. Both share ``mode_settings`` (rank to
-depth 20, no context budget cut) and ``eval_store`` (a corpus indexed once and cached on disk).
+``rag.evaluation.retrieval.evaluate`` reports aggregates for the CLI; the Evaluation page also needs
+per-query recall@1..20, every latency, progress, and CSV sets scored against the user's library. Both
+share ``mode_settings`` (rank 20 deep, no budget cut) and ``eval_store`` (a corpus indexed once).
 
 Two kinds of question set:
-- corpus sets (BEIR, SQuAD, CMRC 2018): the corpus is indexed in an evaluation store of its own and
-  a ranking is the list of document ids of the retrieved chunks;
+- corpus sets (BEIR, SQuAD, CMRC 2018): indexed in a store of their own; a ranking is document ids;
 - CSV sets (``question, expected_document, expected_page``): questions run against the user's
   document store. ``expected_document`` is a file name (or a document id); a retrieved chunk is a
   hit when it belongs to that document and covers one of the expected pages (any page when none is
@@ -16,12 +14,10 @@ Two kinds of question set:
 
 from __future__ import annotations
 
-import hashlib
-import io
+import contextlib
 import logging
 import os
 import time
-import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -29,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from rag.config import DEFAULT_HOME, RagConfig
-from rag.evaluation.datasets import DEFAULT_DATA_ROOT, NAMED_DATASETS, EvalDataset, load_dataset
+from rag.evaluation.datasets import DEFAULT_DATA_ROOT, NAMED_DATASETS, EvalDataset
 from rag.evaluation.metrics import aggregate, latency_percentiles, per_query
 from rag.evaluation.retrieval import EVAL_DEPTH, LLM_SAMPLE, eval_store, mode_settings
 from rag.answer.engine import CitewiseQueryEngine
@@ -44,7 +40,6 @@ CORPUS_KS: dict[str, tuple[int, ...]] = {"ndcg": (10,), "recall": (1, 5, 10, 20)
 CSV_KS: dict[str, tuple[int, ...]] = {"ndcg": (10,), "recall": (1, 5, 10, 20), "mrr": (10,)}
 HIT = "\x00hit"  # the one relevant "document" of a CSV question; cannot clash with a chunk id
 EVAL_HOME = DEFAULT_HOME  # the eval indexes live in <EVAL_HOME>/eval (tests point this elsewhere)
-UPLOAD_SUFFIXES = (".csv", ".json", ".zip")
 
 
 @dataclass
@@ -94,49 +89,6 @@ def bundled_datasets(data_root: str | Path | None = None) -> dict[str, Path | No
     """Each bundled set's name -> its path under ``data_root``, or None when it is absent."""
     root = Path(data_root or os.environ.get("RAG_EVAL_DATA") or DEFAULT_DATA_ROOT)
     return {name: (root / rel if (root / rel).exists() else None) for name, rel in NAMED_DATASETS.items()}
-
-
-def load_upload(file_name: str, data: bytes, workdir: Path) -> EvalDataset:
-    """Load an uploaded question set: ``.csv``, SQuAD-style ``.json`` or a ``.zip`` of a BEIR folder.
-
-    The set is named ``<stem>-<content hash>``: the evaluation index is cached by name and corpus
-    ids, and SQuAD ids are positional, so two different uploads with one file name must not share
-    a cached index.
-
-    Raises:
-        ValueError: Unsupported file type, a zip without ``corpus.jsonl``, or a malformed file.
-        FileNotFoundError: A BEIR folder without its queries or qrels.
-    """
-    name = Path(file_name).name
-    suffix = Path(name).suffix.lower()
-    if suffix not in UPLOAD_SUFFIXES:
-        raise ValueError(f"{name}: expected a .csv, a SQuAD-style .json or a .zip of a BEIR folder")
-    digest = hashlib.sha256(data).hexdigest()[:8]
-    folder = Path(workdir) / digest
-    folder.mkdir(parents=True, exist_ok=True)
-    if suffix == ".zip":
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                archive.extractall(folder)  # extractall strips absolute paths and ".." components
-        except zipfile.BadZipFile as exc:
-            raise ValueError(f"{name}: not a readable zip file ({exc})") from None
-        corpora = sorted(folder.rglob("corpus.jsonl"), key=lambda p: len(p.parts))
-        if not corpora:
-            raise ValueError(f"{name}: no corpus.jsonl inside; zip a BEIR folder "
-                             "(corpus.jsonl, queries.jsonl, qrels/test.tsv)")
-        path = corpora[0].parent
-    else:
-        path = folder / name
-        path.write_bytes(data)
-    try:
-        dataset = load_dataset(path)
-    except (KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{name}: not a question set this app can read ({type(exc).__name__}: {exc})") from None
-    except ValueError as exc:  # json.JSONDecodeError is one
-        raise ValueError(f"{name}: {exc}") from None
-    if not dataset.queries:
-        raise ValueError(f"{name}: no questions found")
-    return replace(dataset, name=f"{Path(name).stem}-{digest}")
 
 
 def corpus_store(dataset: EvalDataset, config: RagConfig, router: Any, *, home: Path | None = None,
@@ -191,6 +143,8 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
     if limit and limit < len(dataset.queries):
         dataset = dataset.subset(limit)
         notes.append(f"a random sample of {len(dataset.queries)} questions (seed 0)")
+    if dataset.skipped:
+        notes.append(f"{dataset.skipped_note()} (left out of every metric)")
     csv_set = is_csv_set(dataset)
     gold = _csv_gold(dataset, store, notes) if csv_set else {}
     qrels = {q: {HIT: 1} for q in dataset.queries} if csv_set else {q: dataset.qrels.get(q, {}) for q in dataset.queries}
@@ -198,19 +152,21 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
     questions = [(qid, text) for qid, text in dataset.queries.items() if text.strip()]
     if len(questions) < len(dataset.queries):
         notes.append(f"{len(dataset.queries) - len(questions)} empty question(s) count as misses")
-    if questions:  # load the embedders outside the timed loop
-        CitewiseQueryEngine.from_config(run_config, store, llm, reranker=reranker).search(questions[0][1])
+    for _, question in questions[:3]:  # load the embedders outside the timed loop, on a question it accepts
+        with contextlib.suppress(QueryError):
+            CitewiseQueryEngine.from_config(run_config, store, llm, reranker=reranker).search(question)
+            break
     engine = CitewiseQueryEngine.from_config(run_config, store, llm, reranker=reranker)
     runs: dict[str, list[str]] = {}
     latencies: list[float] = []
     fallbacks: dict[str, int] = {}
-    rejected = 0
+    rejected: dict[str, int] = {}
     for number, (qid, question) in enumerate(questions, start=1):
         started = time.perf_counter()
         try:
             result = engine.search(question)
-        except QueryError:  # e.g. over the length limit: a miss, not a crashed run
-            rejected += 1
+        except QueryError as exc:  # e.g. over the length limit: a miss, not a crashed run
+            rejected[str(exc)[:60]] = rejected.get(str(exc)[:60], 0) + 1
             continue
         latencies.append((time.perf_counter() - started) * 1000)
         metadata = [n.node.metadata for n in result.nodes]
@@ -233,7 +189,8 @@ def run_settings(dataset: EvalDataset, store: DocumentStore, config: RagConfig, 
     if top_k > EVAL_DEPTH:
         notes.append(f"top-k is {top_k}; rankings are cut at {EVAL_DEPTH}, so recall@top_k is recall@{EVAL_DEPTH}")
     if rejected:
-        notes.append(f"{rejected} question(s) were rejected (too long) and count as misses")
+        notes.append(f"{sum(rejected.values())} question(s) rejected by the engine count as misses: "
+                     + ", ".join(f"{reason} x{count}" for reason, count in rejected.items()))
     if fallbacks:
         notes.append("degraded stages: " + ", ".join(f"{stage} x{count}" for stage, count in fallbacks.items()))
     return EvalRun(label=label, dataset=dataset.name, n_queries=len(dataset.queries),

@@ -14,10 +14,16 @@ strong evidence that plain bag-of-words BM25 throws away (on SQuAD dev it lifts 
 hybrid pipeline from 0.868 to 0.878; see README). Queries load nothing: the index stays in memory and is swapped
 atomically after each write.
 
-BM25's term-frequency saturation ``k1`` is 0.7, not bm25s' 1.5 (``BM25_PARAMS``). Measured with the
-default hybrid pipeline, a lower k1 ranked better on all three evaluation sets (README, "BM25
-parameters"); the scores are baked into the saved matrices, so an index saved with other parameters
-is rebuilt from its stored tokens when opened.
+BM25's term-frequency saturation ``k1`` is 0.5, not bm25s' 1.5 (``BM25_PARAMS``). Chosen on tuning
+splits with the default hybrid pipeline (docs/retrieval-protocol.md): a lower k1 ranked better fused
+on SciFact train and the tune halves of SQuAD and CMRC2018; b 0.5-0.9 made no difference. The scores
+are baked into the saved matrices, so an index saved with other parameters is rebuilt from its stored
+tokens when opened.
+
+Tokens depend on the tokenizer (``rag.text.tokenizer.TOKENIZER_VERSION``; version 2 reads
+traditional Chinese as simplified). An index whose tokens were made by another version is
+re-tokenized from its stored chunk text when opened, so a library indexed before traditional
+Chinese was normalised matches traditional questions without re-embedding anything.
 """
 
 from __future__ import annotations
@@ -35,12 +41,12 @@ import bm25s
 import numpy as np
 
 from rag.documents import Chunk
-from rag.text.tokenizer import tokenize
+from rag.text.tokenizer import TOKENIZER_VERSION, tokenize
 
 logger = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG to stderr
 
-BM25_PARAMS = {"k1": 0.7, "b": 0.75}
+BM25_PARAMS = {"k1": 0.5, "b": 0.75}
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,10 @@ class KeywordIndex:
             " text TEXT NOT NULL, metadata TEXT NOT NULL)"
         )
         self._db.execute("CREATE INDEX IF NOT EXISTS chunk_tokens_doc ON chunk_tokens(doc_id)")
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         self._db.commit()
+        if tokenizer is tokenize:
+            self._retokenize_if_stale()
         self._retriever: bm25s.BM25 | None = None
         self._phrases: bm25s.BM25 | None = None
         self._chunk_ids: list[str] = []
@@ -214,6 +223,21 @@ class KeywordIndex:
             if stored:
                 logger.info("BM25 index missing or unreadable (%s); rebuilding from stored tokens", exc)
         self._rebuild()
+
+    def _retokenize_if_stale(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'tokenizer_version'").fetchone()
+        stored = int(row[0]) if row else 1  # indexes from before the version was recorded: version 1
+        if stored != TOKENIZER_VERSION:
+            rows = self._db.execute("SELECT chunk_id, text, metadata FROM chunk_tokens").fetchall()
+            if rows:
+                logger.info("re-tokenizing %d chunks (tokenizer version %s -> %s)", len(rows), stored,
+                            TOKENIZER_VERSION)
+            updates = [(json.dumps(self._tokenize(keyword_text(Chunk.from_metadata(text, json.loads(meta)))),
+                                   ensure_ascii=False), chunk_id) for chunk_id, text, meta in rows]
+            self._db.executemany("UPDATE chunk_tokens SET tokens = ? WHERE chunk_id = ?", updates)
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('tokenizer_version', ?)", (str(TOKENIZER_VERSION),))
+            self._db.commit()
+            shutil.rmtree(self._folder / "bm25s", ignore_errors=True)  # its matrices hold the old tokens
 
     def close(self) -> None:
         self._db.close()

@@ -1,4 +1,4 @@
-"""``python -m rag bench sources``: time from ``AnswerEngine.stream()`` to numbered sources, at 10k chunks.
+"""``python -m rag bench sources``: time from ``CitewiseQueryEngine.stream()`` to numbered sources, at 10k chunks.
 
 The issue's target: the sources appear within 1 s of asking (before the answer streams) on a 10k-chunk
 index. The index is the query benchmark's (``rag.lab.bench_query``: real SQuAD dev text in ~60-word

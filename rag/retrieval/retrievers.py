@@ -93,14 +93,14 @@ class KeywordRetriever(BaseRetriever):
 
     def __init__(self, keywords: KeywordIndex, *, top_k: int, phrase_weight: float = 0.5) -> None:
         super().__init__()
-        self._keywords = keywords
+        self.keywords = keywords
         self._phrase_weight = phrase_weight
         self._top_k = top_k
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = as_search_query(query_bundle)
         top_k = expanded(self._top_k, query.expansion, doubling=True)
-        hits = self._keywords.search(query.query_str, top_k, doc_ids=query.doc_ids,
+        hits = self.keywords.search(query.query_str, top_k, doc_ids=query.doc_ids,
                                      phrase_weight=self._phrase_weight)
-        chunks = self._keywords.get([h.chunk_id for h in hits])
+        chunks = self.keywords.get([h.chunk_id for h in hits])
         return [chunk_node(chunks[h.chunk_id], h.score) for h in hits if h.chunk_id in chunks]

@@ -1,7 +1,9 @@
 """The BM25 tokenizer: Snowball-stemmed English words and jieba-segmented Chinese, in one stream.
 
 Mixed-language text is common in our users' documents (Chinese reports quoting English terms), so
-the text is split into CJK runs and everything else, and each run gets its own treatment.
+the text is split into CJK runs and everything else, and each run gets its own treatment. Chinese
+runs are first converted to simplified script (``rag.text.script``), so traditional and simplified
+text share one vocabulary and jieba segments both with its simplified dictionary.
 """
 
 from __future__ import annotations
@@ -14,8 +16,14 @@ import jieba
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
+from rag.text.script import to_simplified
+
 logging.getLogger("jieba").setLevel(logging.WARNING)
 jieba.setLogLevel(logging.WARNING)
+
+# Bump when tokens change for the same text: saved keyword indexes are then re-tokenized from their
+# stored text (rag.index.keywords). 2: Chinese runs converted to simplified script before segmentation.
+TOKENIZER_VERSION = 2
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LATIN_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
@@ -52,4 +60,4 @@ def _latin_tokens(text: str) -> list[str]:
 
 
 def _chinese_tokens(run: str) -> list[str]:
-    return [w for w in jieba.cut_for_search(run) if w.strip() and w not in _ZH_STOP]
+    return [w for w in jieba.cut_for_search(to_simplified(run)) if w.strip() and w not in _ZH_STOP]

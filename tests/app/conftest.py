@@ -5,7 +5,7 @@ between tests)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 import streamlit as st
@@ -72,6 +72,22 @@ def app_llm(app_data: Path, monkeypatch, llm: RoutedLLM) -> RoutedLLM:
     """``app_data`` plus ``llm`` as the app's answering model."""
     monkeypatch.setattr(rag.runtime, "build_llm_handle", lambda config, **_: LLMHandle(llm, "embedded", "scripted"))
     return llm
+
+
+@pytest.fixture
+def exports(monkeypatch) -> dict[str, Any]:
+    """The download callables a page registers (built on click, so not during the run), by file name."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    registered: dict[str, Any] = {}
+    original = MediaFileManager.add_deferred
+
+    def spy(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        registered[file_name] = (data_callable, mimetype)
+        return original(self, data_callable, mimetype, coordinates, file_name, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", spy)
+    return registered
 
 
 def ingest(*paths: Path) -> dict[str, str]:

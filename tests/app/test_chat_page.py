@@ -10,15 +10,16 @@ import pytest
 import streamlit as st
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen
 from llama_index.core.llms.callbacks import llm_completion_callback
-from streamlit.runtime.memory_media_file_storage import _calculate_file_id
 from streamlit.testing.v1 import AppTest
 
 import rag.runtime
+from rag.config import RetrievalConfig
 from rag.models.llms import LLMHandle
 from rag.answer.transcript import to_json, to_markdown
 from tests import fixtures
 from tests.app.conftest import ANSWER, QUESTION, RoutedLLM, ingest, open_app
 from tests.fakes import ScriptedLLM
+from tests.markdown_check import shown_text
 
 class BrokenLLM(ScriptedLLM):
     """Fails while streaming, like a llama.cpp crash."""
@@ -51,7 +52,8 @@ def expander(app: AppTest, label_start: str):
     return next(e for e in app.expander if e.label.startswith(label_start))
 
 
-def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(app: AppTest, tmp_path: Path) -> None:
+def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(app: AppTest, tmp_path: Path,
+                                                                             exports: dict[str, Any]) -> None:
     ingest(fixtures.make_english_pdf(tmp_path))
     app.run()
     assert app.chat_input[0].placeholder == "Ask about your documents"
@@ -60,7 +62,7 @@ def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(ap
     ask(app)
     answer = messages(app)[-1]
     assert answer["content"] == ANSWER and not answer.get("error")
-    assert any(ANSWER in md.value for md in app.markdown)
+    assert any(ANSWER in shown_text(md.value) for md in app.markdown)
     result = answer["result"]
     assert result.sources and result.citations[0].n == 1 and result.citations[0].highlights
     # the sources panel lists every numbered source with its text
@@ -84,20 +86,21 @@ def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(ap
     assert trace.get("arrow_vega_lite_chart") or trace.get("vega_lite_chart")
     # ... and, in text, the settings used and how many candidates each stage passed on
     captions = [c.value for c in trace.caption]
-    assert any(c.startswith("Settings: top_k 5 · candidate_k 30") for c in captions), captions
+    assert any(c.startswith(f"Settings: top_k 5 · candidate_k {RetrievalConfig().candidate_k}") for c in captions), captions
     final_count = int((table["stage"] == "final").sum())
     assert any(c.startswith("Candidates per stage: ") and c.endswith(f"final {final_count}") for c in captions)
     top = min(5, int((table["stage"] == "fusion").sum()))
     assert f"final: {final_count} of the top {top} fit the 180-token context budget" in captions, captions
     assert result.trace["settings"]["top_k"] == 5
-    # exports hold exactly the transcript of this history
+    # exports hold exactly the transcript of this history, built when the button is clicked
     buttons = {b.label: b for b in app.get("download_button")}
     for label, text, mime, name in (("Export Markdown", to_markdown(messages(app)), "text/markdown",
                                      "citewise-chat.md"),
                                     ("Export JSON", to_json(messages(app)), "application/json", "citewise-chat.json")):
-        assert not buttons[label].proto.disabled
-        assert Path(buttons[label].proto.url).stem == _calculate_file_id(text.encode(), mime, name)
-    assert "[1] report.pdf, p. " in to_markdown(messages(app))
+        assert not buttons[label].proto.disabled and buttons[label].proto.deferred_file_id
+        build, registered_mime = exports[name]
+        assert build() == text and registered_mime == mime
+    assert "\\[1\\] report.pdf, p. " in to_markdown(messages(app))
 
 
 def test_follow_up_uses_the_history_and_clear_chat_empties_it(app: AppTest, llm: RoutedLLM,
@@ -186,8 +189,8 @@ def test_query_and_llm_errors_show_a_message_not_a_traceback(app: AppTest, monke
     st.cache_resource.clear()
     ask(app)
     assert not app.exception
-    assert any("embedded LLM failed" in e.value and "truncated" in e.value and "check llm.embedded_model" in e.value
-               for e in app.error)
+    assert any("embedded LLM failed" in shown_text(e.value) and "truncated" in e.value
+               and "check llm.embedded_model" in shown_text(e.value) for e in app.error)
 
 
 class TunableLLM(RoutedLLM):

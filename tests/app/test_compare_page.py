@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests import fixtures
 from tests.app.conftest import ANSWER, QUESTION, RoutedLLM, ingest, open_app
+from tests.markdown_check import shown_text
 
 
 
@@ -43,7 +44,8 @@ def test_two_presets_answer_side_by_side_with_differing_sources_marked(app: AppT
     assert a.trace["retrieval"]["stages"] and "bm25" not in {s["name"] for s in b.trace["retrieval"]["stages"]}
     # both answers, side by side
     left, right = side(app, "A · Default"), side(app, "B · Vector only")
-    assert any(md.value == ANSWER for md in left.markdown) and any(md.value == ANSWER for md in right.markdown)
+    assert any(shown_text(md.value) == ANSWER for md in left.markdown)
+    assert any(shown_text(md.value) == ANSWER for md in right.markdown)
     # the sources A used and B did not carry a badge, and only those
     only_a = {s.n for s in a.sources} - {s.n for s in a.sources if s.chunk_id in {x.chunk_id for x in b.sources}}
     marked = [md.value for md in left.markdown if "not in B" in md.value]
@@ -80,7 +82,8 @@ def test_invalid_edit_shows_an_error_and_disables_compare(app: AppTest, tmp_path
     ingest(fixtures.make_english_pdf(tmp_path))
     app.run()
     app.toggle(key="compare_A_Current settings_rerank.enabled").set_value(True).run()
-    assert any("Settings A are not valid" in e.value and "rerank.model_path" in e.value for e in app.error)
+    assert any("Settings A are not valid" in shown_text(e.value) and "rerank.model_path" in shown_text(e.value)
+               for e in app.error)
     assert next(b for b in app.button if b.label == "Compare").disabled
 
 

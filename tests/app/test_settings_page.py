@@ -10,7 +10,7 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from rag.config import RagConfig
+from rag.config import RagConfig, RetrievalConfig
 from tests import fixtures
 from tests.app.conftest import open_app
 from ui.settings_form import WIDGET_PREFIX, tunable_fields
@@ -96,7 +96,7 @@ def test_invalid_combination_is_refused_with_the_field_named(app: AppTest, data_
     _click(app, "Apply settings")
 
     assert any("retrieval.candidate_k" in e.value and "top_k" in e.value for e in app.error)
-    assert _applied(app).retrieval.candidate_k == 30
+    assert _applied(app).retrieval.candidate_k == RetrievalConfig().candidate_k
     assert not (data_dir / "presets" / ".current.yaml").exists()
 
 

@@ -1,9 +1,10 @@
 """Real-browser end-to-end tests: Debian chromium driven by Playwright against ``streamlit run``.
 
-One Streamlit server per test module, on a free 127.0.0.1 port, with its own data folder, the real
-bundled embedders and the embedded LLM. The fast bundled model (Qwen2.5 0.5B) and a short answer
-budget keep each answer under a minute on 2 cores; the default 1.5B model is exercised by
-tests/integration. Screenshots go to ``artifacts/screenshots/`` (git-ignored) for CI to keep.
+One Streamlit server per test module, on a free 127.0.0.1 port, with its own data folder: the real
+bundled embedders and the embedded LLM (``app_url``), or a scripted LLM and hash embeddings when a
+test needs to know exactly what the model writes (``scripted_app_url``). The fast bundled model
+(Qwen2.5 0.5B) and a short answer budget keep each answer under a minute on 2 cores; the default
+1.5B model is exercised by tests/integration. Screenshots go to ``artifacts/screenshots/`` (git-ignored) for CI to keep.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -52,21 +54,16 @@ def _wait_healthy(url: str, process: subprocess.Popen, log_path: Path) -> None:
     raise RuntimeError(f"streamlit did not become healthy in {SERVER_START_TIMEOUT_S} s:\n{log_path.read_text()[-4000:]}")
 
 
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``streamlit run app.py`` on a free loopback port with a fresh data folder."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: scripts/setup.sh --test installs Debian chromium")
-    home = tmp_path_factory.mktemp("e2e")
+@contextmanager
+def serve(home: Path, command: list[str], env: dict[str, str], log_name: str) -> Iterator[str]:
+    """Run a Streamlit server ``command`` (its options get a free loopback port) until the block ends;
+    yields its URL. The server log is copied next to the screenshots for CI to keep."""
     port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "RAG_DATA_DIR": str(home / "data"),
-           "RAG_LLM__EMBEDDED_MODEL": "qwen2.5-0.5b-instruct", "RAG_GENERATION__MAX_ANSWER_TOKENS": "96"}
-    env.pop("RAG_CONFIG", None)
     log_path = home / "streamlit.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-             "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
+            [*command, "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -78,9 +75,38 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
-        server_log = ARTIFACTS.parent / "streamlit-e2e.log"
+        server_log = ARTIFACTS.parent / log_name
         server_log.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(log_path, server_log)
+
+
+def _require_chromium() -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: scripts/setup.sh --test installs Debian chromium")
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``streamlit run app.py`` on a free loopback port with a fresh data folder."""
+    _require_chromium()
+    home = tmp_path_factory.mktemp("e2e")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "RAG_DATA_DIR": str(home / "data"),
+           "RAG_LLM__EMBEDDED_MODEL": "qwen2.5-0.5b-instruct", "RAG_GENERATION__MAX_ANSWER_TOKENS": "96"}
+    env.pop("RAG_CONFIG", None)
+    with serve(home, [sys.executable, "-m", "streamlit", "run", "app.py"], env, "streamlit-e2e.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def scripted_app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app with a scripted LLM and hash embeddings (``tests/e2e/scripted_server.py``), so that what
+    the model writes is known exactly; a fresh data folder."""
+    _require_chromium()
+    home = tmp_path_factory.mktemp("e2e-scripted")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "RAG_DATA_DIR": str(home / "data")}
+    env.pop("RAG_CONFIG", None)
+    with serve(home, [sys.executable, "-m", "tests.e2e.scripted_server"], env, "streamlit-e2e-scripted.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests import fixtures
 from tests.conftest import SHARED_DATA
 from tests.e2e.conftest import screenshot
+from tests.e2e.steps import ANSWER_TIMEOUT_MS, ask, choose, nav, open_page, settle
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -46,33 +46,11 @@ def visit(tmp_path_factory: pytest.TempPathFactory) -> Visit:
 
 
 INGEST_TIMEOUT_MS = 600_000
-ANSWER_TIMEOUT_MS = 600_000
-
-
-def _open(page, app_url: str, path: str) -> None:
-    page.goto(f"{app_url}/{path}")
-    page.wait_for_selector('[data-testid="stApp"]')
-    _settle(page)
-
-
-def _settle(page, timeout_ms: int = 60_000) -> None:
-    """Wait until Streamlit has finished the current script run.
-
-    The app root's ``data-test-script-state`` (what Streamlit's own browser tests wait on) reads
-    "running" or "rerunRequested" while a run is under way. The short pause first lets a rerun that
-    a click has just asked for reach that attribute, so a finished *previous* run is not mistaken
-    for the new one.
-    """
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => ['notRunning', 'compilationError'].includes("
-        "document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state'))",
-        timeout=timeout_ms)
 
 
 def test_upload_a_real_pdf_and_wait_until_it_is_indexed(page, app_url: str, visit: Visit) -> None:
     pdf = visit.pdf
-    _open(page, app_url, "documents")
+    open_page(page, app_url, "documents")
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(pdf))
     page.get_by_role("button", name="Upload and index").click()
     done = page.get_by_text(re.compile(rf"{re.escape(pdf.name)}: {visit.pages} pages, \d+ chunks \(en\)"))
@@ -83,68 +61,14 @@ def test_upload_a_real_pdf_and_wait_until_it_is_indexed(page, app_url: str, visi
     screenshot(page, "documents")
 
 
-def _nav(page, title: str) -> None:
-    """Go to a page the way a user does: its link in the sidebar navigation."""
-    link = page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title)
-    heading = page.get_by_role("heading", name=title, level=1)
-    for attempt in range(3):  # a click that lands while a rerun redraws the sidebar can be dropped
-        _settle(page)
-        link.click()
-        try:
-            heading.wait_for(timeout=20_000)
-            break
-        except PlaywrightTimeout:
-            if attempt == 2:
-                raise
-    _settle(page)
-
-
-def _choose(scope, label: str, option: str | int) -> None:
-    """Pick an option of a Streamlit selectbox through its drop-down, as a user does."""
-    box = scope.get_by_role("combobox", name=label)
-    listbox = box.page.get_by_role("listbox", name=f"{label} Open")
-    choice = (listbox.get_by_role("option").nth(option) if isinstance(option, int)
-              else listbox.get_by_role("option", name=option, exact=True))
-    for attempt in range(3):  # a script rerun can redraw the widget and close the list under the click
-        try:
-            box.scroll_into_view_if_needed()
-            box.click()
-            listbox.wait_for(timeout=5_000)
-            choice.click(timeout=5_000)
-            break
-        except PlaywrightTimeout:
-            if attempt == 2:
-                raise
-            _settle(box.page)
-    _settle(box.page)
-
-
-def _ask(page, question: str) -> None:
-    """Ask in the chat box and wait for the finished reply to *this* question.
-
-    A finished answer is redrawn from the history with its trace expander, so the reply is done when
-    the last message holds "Retrieval trace" and the one before it is the question.
-    """
-    box = page.get_by_placeholder("Ask about your documents")
-    box.fill(question)
-    box.press("Enter")
-    page.wait_for_function(
-        """question => {
-            const messages = [...document.querySelectorAll('[data-testid="stChatMessage"]')];
-            return messages.length >= 2 && messages.at(-2).innerText.includes(question)
-                && messages.at(-1).innerText.includes('Retrieval trace');
-        }""", arg=question, timeout=ANSWER_TIMEOUT_MS)
-    _settle(page)
-
-
 def test_ask_and_open_a_citation_on_its_highlighted_page(page, app_url: str, visit: Visit) -> None:
-    _nav(page, "Chat")
-    _ask(page, visit.questions[0])
+    nav(page, "Chat")
+    ask(page, visit.questions[0])
     answer = page.locator('[data-testid="stChatMessage"]').last
     # every cited sentence carries its [n] marker in the answer text
     expect(answer.locator('[data-testid="stMarkdownContainer"]').first).to_contain_text(re.compile(r"\[\d\]"))
-    _choose(answer, "Citation", 0)
-    _settle(page)
+    choose(answer, "Citation", 0)
+    settle(page)
     image = page.locator('[data-testid="stChatMessage"]').last.locator('[data-testid="stImage"] img').first
     expect(image).to_be_visible()
     assert image.evaluate("img => img.naturalWidth") > 300  # a rendered page, not a broken image
@@ -153,7 +77,7 @@ def test_ask_and_open_a_citation_on_its_highlighted_page(page, app_url: str, vis
 
 
 def test_a_settings_slider_change_shows_in_the_next_answers_trace(page, app_url: str, visit: Visit) -> None:
-    _nav(page, "Settings")
+    nav(page, "Settings")
     slider = page.get_by_role("slider", name="Top-k")
     slider.focus()
     slider.press("Home")  # 1
@@ -161,11 +85,11 @@ def test_a_settings_slider_change_shows_in_the_next_answers_trace(page, app_url:
     expect(slider).to_have_value("2")
     page.get_by_role("button", name="Apply settings").click()
     page.get_by_text("Applied 1 change(s).").wait_for()  # drawn by the rerun that follows the apply
-    _settle(page)
+    settle(page)
     screenshot(page, "settings")
 
-    _nav(page, "Chat")
-    _ask(page, visit.questions[1])
+    nav(page, "Chat")
+    ask(page, visit.questions[1])
     page.get_by_text("Retrieval trace").last.click()
     trace = page.locator('[data-testid="stExpander"]').filter(has_text="Candidates per stage").last
     expect(trace.get_by_text(re.compile(r"^Settings: top_k 2 · "))).to_be_visible()
@@ -178,21 +102,21 @@ def test_a_settings_slider_change_shows_in_the_next_answers_trace(page, app_url:
 
 
 def test_compare_answers_one_question_under_two_settings_side_by_side(page, app_url: str, visit: Visit) -> None:
-    _nav(page, "Compare")
+    nav(page, "Compare")
     for label, preset in (("Settings A", "Default"), ("Settings B", "Vector only")):
-        _choose(page, label, preset)
+        choose(page, label, preset)
     page.get_by_label("Question").fill(visit.questions[2])
     page.get_by_role("button", name="Compare").click()
     side_by_side = page.get_by_role("heading", name="Side by side")
     side_by_side.wait_for(timeout=ANSWER_TIMEOUT_MS)
-    _settle(page, timeout_ms=ANSWER_TIMEOUT_MS)
+    settle(page, timeout_ms=ANSWER_TIMEOUT_MS)
     expect(page.get_by_text("Retrieval trace")).to_have_count(2)
     screenshot(page, "compare")
 
 
 def test_evaluation_and_every_page_render_without_errors(page, app_url: str) -> None:
     for title in ("Evaluation", "Documents", "Settings"):
-        _nav(page, title)
+        nav(page, title)
         expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-    _nav(page, "Evaluation")
+    nav(page, "Evaluation")
     screenshot(page, "evaluation")

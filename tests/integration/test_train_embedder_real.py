@@ -56,4 +56,5 @@ def test_trainer_writes_a_model_that_bundled_minilm_scifact_loads(tmp_path: Path
 def test_a_missing_tuned_model_falls_back_to_the_bundled_one_and_says_why(tmp_path: Path) -> None:
     embedder = build_embedder("bundled:minilm-scifact", models_dir=tmp_path)
     assert embedder.model_id == "minilm-l6-v2"
-    assert "not built" in embedder.fallback_reason and "rag.lab.train_embedder" in embedder.fallback_reason
+    assert "not available" in embedder.fallback_reason and "rag.lab.train_embedder" in embedder.fallback_reason
+    assert "shared" not in embedder.fallback_reason  # a user-facing message never points at our evaluation data

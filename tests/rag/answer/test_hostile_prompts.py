@@ -27,8 +27,8 @@ class KindLLM(ScriptedLLM):
 
     def _next(self, prompt: str) -> str:
         self.prompts.append(prompt)
-        kind = ("gate" if ANSWER_CHECK_LINE in prompt else "verification" if "Claim: " in prompt
-                else "reflection" if "Rate how well" in prompt else "groundedness" if "Statement: " in prompt
+        kind = ("gate" if ANSWER_CHECK_LINE in prompt else "verification" if "<<<CLAIM>>>" in prompt
+                else "reflection" if "Rate how well" in prompt else "groundedness" if "<<<STATEMENT>>>" in prompt
                 else "condense" if "Standalone question:" in prompt else "answer")
         self.kinds.append(kind)
         return {"gate": "yes", "verification": "yes", "groundedness": "yes", "condense": QUESTION,

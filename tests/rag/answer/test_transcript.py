@@ -36,9 +36,9 @@ def _history() -> list[dict]:
 def test_markdown_lists_questions_answers_citations_flags_and_reflection() -> None:
     text = to_markdown(_history())
     assert text.startswith("# Citewise chat\n\n## You\n\nWhat is the dose?\n\n## Citewise\n\n"
-                           "The dose is 1200 mg [1]. Take it daily [2].\n")
-    assert '- [1] report.pdf, p. 2: "The maximum daily dose is 1200 milligrams."' in text  # one line
-    assert "**Other sources retrieved**\n\n- [2] report.pdf, pp. 3–4" in text
+                           "The dose is 1200 mg \\[1\\]. Take it daily \\[2\\].\n")  # escaped: shown, not parsed
+    assert '- \\[1\\] report.pdf, p. 2: "The maximum daily dose is 1200 milligrams."' in text  # one line
+    assert "**Other sources retrieved**\n\n- \\[2\\] report.pdf, pp. 3–4" in text
     assert "- Take it daily. (little overlap with the cited source)" in text
     assert "_Reflection: round 1: 6.5/10, round 2: 8/10 (kept)_" in text
     assert "_Searched for: What is the daily dose of ibuprofen?_" in text

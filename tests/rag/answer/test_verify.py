@@ -64,7 +64,8 @@ def test_the_llm_check_decides_after_the_model_free_checks_and_sees_only_the_quo
     (check,) = verify_claims(question, sentences, _sources(BIO), llm=no, threshold=0.5)
     assert not check.supported and check.check == "llm" and check.p_yes == 0.0
     prompt = no.prompts[0]
-    assert "Claim: Chopin moved to Paris in 1831." in prompt and f"{SOURCE_OPEN.format(n=1)}" in prompt
+    assert "<<<CLAIM>>>\nChopin moved to Paris in 1831.\n<<<END CLAIM>>>" in prompt  # the claim is fenced as data
+    assert f"{SOURCE_OPEN.format(n=1)}" in prompt
     assert "Zelazowa" not in prompt  # only the cited source's best sentence is quoted
     yes = ScriptedLLM(replies=["yes"])
     (passed,) = verify_claims(question, sentences, _sources(BIO), llm=yes, threshold=0.5)

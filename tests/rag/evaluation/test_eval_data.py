@@ -134,3 +134,83 @@ def test_real_datasets_have_the_published_counts(name: str, docs: int, queries: 
     assert all(doc in dataset.corpus for qrel in dataset.qrels.values() for doc in qrel)
     if name == "scifact":
         assert sum(len(q) for q in dataset.qrels.values()) == 339
+
+
+def test_bad_items_are_left_out_and_counted_never_fatal(tmp_path: Path) -> None:
+    folder = _write_beir(tmp_path / "bad")
+    (folder / "queries.jsonl").write_text(
+        '{"_id": "1", "text": "Does aspirin reduce fever?"}\n'
+        '{"_id": "1", "text": "A second claim with a repeated id."}\n'
+        '{"_id": "4", "text": "   "}\n'
+        '{"_id": "5", "text": "Claim whose document is gone."}\n', encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n1\t10\t1\n4\t10\t1\n5\t999\t1\n6\t10\t1\nnot a qrel line\n", encoding="utf-8")
+
+    dataset = load_beir(folder)
+
+    assert dataset.queries == {"1": "Does aspirin reduce fever?"}
+    assert dataset.skipped == {"duplicate question id": 1, "empty question": 1,
+                               "qrels naming a document not in the corpus": 1,
+                               "judged question missing from queries.jsonl": 1, "unreadable qrels line": 1}
+    assert dataset.skipped_note().startswith("skipped 5 item(s): ")
+
+    squad = json.loads(_squad_json(tmp_path / "s.json").read_text(encoding="utf-8"))
+    qas = squad["data"][0]["paragraphs"][0]["qas"]
+    qas += [{"id": "qa1", "question": "Repeated id?"}, {"id": "e1", "question": ""}, {"id": "e2", "question": " "}]
+    (tmp_path / "s.json").write_text(json.dumps(squad), encoding="utf-8")
+    loaded = load_squad(tmp_path / "s.json")
+    assert loaded.skipped == {"duplicate question id": 1, "empty question": 2}
+    assert loaded.queries["qa1"] == "What is the capital of France?" and "e1" not in loaded.queries
+
+
+def _articles_json(path: Path, titles: list[str]) -> Path:
+    data = {"data": [{"title": title, "paragraphs": [
+        {"context": f"{title} paragraph {p}.", "qas": [{"id": f"{title}-{p}-{q}", "question": f"{title} {p} {q}?"}
+                                                      for q in range(2)]} for p in range(2)]} for title in titles]}
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_squad_style_sets_split_by_article_alternating_in_title_order(tmp_path: Path) -> None:
+    path = _articles_json(tmp_path / "squad-v1.1-dev.json", ["Delta", "Alpha", "Charlie", "Bravo", "Echo"])
+
+    tune = load_dataset("squad", tmp_path, split="tune")
+    report = load_dataset("squad", tmp_path, split="report")
+
+    titles = lambda d: {d.corpus[next(iter(g))]["title"] for g in d.qrels.values()}  # noqa: E731
+    assert titles(tune) == {"Alpha", "Charlie", "Echo"} and titles(report) == {"Bravo", "Delta"}
+    assert len(tune.queries) == 12 and len(report.queries) == 8
+    assert set(tune.queries).isdisjoint(report.queries)
+    assert tune.corpus == report.corpus == load_dataset(path).corpus  # both halves search every paragraph
+    assert (tune.split, report.split) == ("tune", "report")
+    assert load_dataset("squad", tmp_path, split="tune").queries == tune.queries  # deterministic
+
+
+def test_split_errors_name_what_each_kind_of_set_has(tmp_path: Path) -> None:
+    _write_beir(tmp_path / "beir-scifact")
+    _articles_json(tmp_path / "cmrc2018-dev.json", ["甲", "乙"])
+
+    assert load_dataset("scifact", tmp_path, split="train").split == "train"
+    with pytest.raises(ValueError, match="own splits"):
+        load_dataset("scifact", tmp_path, split="tune")
+    with pytest.raises(ValueError, match="tune / report"):
+        load_dataset("cmrc2018", tmp_path, split="train")
+    with pytest.raises(ValueError, match="unknown split"):
+        load_dataset("cmrc2018", tmp_path, split="halves")
+
+
+def test_the_traditional_set_holds_the_same_questions_per_half_in_traditional_script(tmp_path: Path) -> None:
+    data = {"data": [{"title": title, "paragraphs": [{"context": context, "qas": [{"id": qid, "question": question}]}]}
+                     for title, context, qid, question in [
+                         ("锣鼓经", "锣鼓经是传统器乐的记谱方法。", "a", "锣鼓经是什么？"),
+                         ("软件", "软件公司在网络上发布信息。", "b", "谁在网络上发布信息？"),
+                         ("头发", "头发的生长速度。", "c", "头发长得多快？")]]}
+    (tmp_path / "cmrc2018-dev.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+    for split in ("tune", "report"):
+        simplified = load_dataset("cmrc2018", tmp_path, split=split)
+        traditional = load_dataset("cmrc2018-tw", tmp_path, split=split)
+        assert traditional.name == "cmrc2018-tw" and traditional.qrels == simplified.qrels
+    traditional = load_dataset("cmrc2018-tw", tmp_path)
+    assert traditional.queries["a"] == "鑼鼓經是什麼？"
+    assert traditional.corpus["1-0"] == {"title": "軟體", "text": "軟體公司在網路上釋出資訊。"}

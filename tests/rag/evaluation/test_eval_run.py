@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rag.evaluation import run as eval_run
+from rag.evaluation import uploads
 from rag.config import RagConfig
 from rag.models.embedding_router import EmbedderRouter
 from rag.evaluation.datasets import EvalDataset
@@ -21,7 +22,7 @@ from tests.fixtures import TINY_SQUAD as SQUAD
 
 
 def _squad_dataset(tmp_path: Path) -> EvalDataset:
-    return eval_run.load_upload("tiny.json", json.dumps(SQUAD).encode(), tmp_path / "uploads")
+    return uploads.load_upload("tiny.json", json.dumps(SQUAD).encode(), tmp_path / "uploads")
 
 
 def test_corpus_set_is_indexed_once_and_scored(tmp_path: Path, config: RagConfig,
@@ -91,7 +92,7 @@ def test_csv_hits_need_the_expected_document_and_page(tmp_path: Path, config: Ra
                 "What is the maximum daily dose of ibuprofen for adults?,REPORT.PDF,5\n"
                 "What is the maximum daily dose of ibuprofen for adults?,report.pdf,\n"
                 "What is the maximum daily dose of ibuprofen for adults?,missing.pdf,2\n")
-    dataset = eval_run.load_upload("questions.csv", csv_text.encode(), tmp_path / "uploads")
+    dataset = uploads.load_upload("questions.csv", csv_text.encode(), tmp_path / "uploads")
     assert eval_run.is_csv_set(dataset)
 
     run = eval_run.run_settings(dataset, store, config, label="Current")
@@ -111,14 +112,14 @@ def test_load_upload_reads_the_three_formats(tmp_path: Path) -> None:
     assert squad.name.startswith("tiny-") and len(squad.corpus) == 3 and len(squad.queries) == 3
 
     other = dict(SQUAD, data=SQUAD["data"][:1])
-    assert eval_run.load_upload("tiny.json", json.dumps(other).encode(), tmp_path / "u").name != squad.name
+    assert uploads.load_upload("tiny.json", json.dumps(other).encode(), tmp_path / "u").name != squad.name
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("mini/corpus.jsonl", '{"_id": "d1", "title": "T", "text": "Aspirin reduces fever."}\n')
         archive.writestr("mini/queries.jsonl", '{"_id": "q1", "text": "Does aspirin reduce fever?"}\n')
         archive.writestr("mini/qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
-    beir = eval_run.load_upload("mini.zip", buffer.getvalue(), tmp_path / "u")
+    beir = uploads.load_upload("mini.zip", buffer.getvalue(), tmp_path / "u")
     assert beir.qrels == {"q1": {"d1": 1}} and beir.name.startswith("mini-")
 
 
@@ -131,7 +132,7 @@ def test_load_upload_reads_the_three_formats(tmp_path: Path) -> None:
 ], ids=["suffix", "zip", "json", "shape", "csv-columns"])
 def test_load_upload_rejects_bad_files_with_a_reason(tmp_path: Path, name: str, data: bytes, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        eval_run.load_upload(name, data, tmp_path)
+        uploads.load_upload(name, data, tmp_path)
 
 
 def test_zip_without_corpus_is_rejected(tmp_path: Path) -> None:
@@ -139,7 +140,7 @@ def test_zip_without_corpus_is_rejected(tmp_path: Path) -> None:
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("readme.txt", "nothing here")
     with pytest.raises(ValueError, match="no corpus.jsonl"):
-        eval_run.load_upload("empty.zip", buffer.getvalue(), tmp_path)
+        uploads.load_upload("empty.zip", buffer.getvalue(), tmp_path)
 
 
 def _run(label: str, latencies: list[float]) -> eval_run.EvalRun:
@@ -181,3 +182,65 @@ def test_bundled_datasets_reports_absent_ones(tmp_path: Path) -> None:
     found = eval_run.bundled_datasets(tmp_path)
     assert found["squad"] == tmp_path / "squad-v1.1-dev.json"
     assert found["scifact"] is None and found["cmrc2018"] is None
+
+
+def test_an_upload_with_bad_items_runs_to_the_end_and_says_what_it_skipped(
+        tmp_path: Path, config: RagConfig, fake_router: EmbedderRouter) -> None:
+    broken = json.loads(json.dumps(SQUAD))
+    qas = broken["data"][0]["paragraphs"][0]["qas"]
+    qas += [{"id": "e1", "question": ""}, {"id": "e2", "question": "   "}, {"id": "v1", "question": "Repeated id?"},
+            {"id": "long", "question": "volcano " * 1500}]  # over the pipeline's length limit
+    dataset = uploads.load_upload("public.json", json.dumps(broken).encode(), tmp_path / "uploads")
+    store = eval_run.corpus_store(dataset, config, fake_router, home=tmp_path / "home")
+
+    run = eval_run.run_settings(dataset, store, config, label="Current")
+    store.close()
+
+    assert dataset.skipped == {"empty question": 2, "duplicate question id": 1}
+    assert run.n_queries == 4 and len(run.latencies_ms) == 3  # the over-long question was rejected, not fatal
+    assert any(n.startswith("skipped 3 item(s): duplicate question id x1, empty question x2") for n in run.notes)
+    assert any("1 question(s) rejected by the engine count as misses" in n for n in run.notes), run.notes
+    assert run.metrics["recall@1"] == 0.75  # three hits, and the rejected question counts as a miss
+
+
+def test_an_upload_with_no_usable_question_is_refused_with_the_counts(tmp_path: Path) -> None:
+    empty = {"data": [{"title": "T", "paragraphs": [{"context": "Text.", "qas": [{"id": "a", "question": " "}]}]}]}
+    with pytest.raises(ValueError, match=r"no usable questions found \(skipped 1 item\(s\): empty question x1\)"):
+        uploads.load_upload("empty.json", json.dumps(empty).encode(), tmp_path)
+
+
+def _zip(members: dict[str, bytes], *, link: str | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        if link is not None:
+            info = zipfile.ZipInfo(link)
+            info.external_attr = (0o120777 << 16)  # a symbolic link
+            archive.writestr(info, "/etc/passwd")
+    return buffer.getvalue()
+
+
+def test_a_zip_bomb_is_refused_before_anything_is_unpacked(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(uploads, "MAX_UNPACKED_BYTES", 2 * 2**20)  # the same rule at a test-sized limit
+    bomb = _zip({"corpus.jsonl": b"0" * (4 * 2**20)})  # 4 MB of zeros, a few KB packed
+    assert len(bomb) < 50_000
+    with pytest.raises(ValueError, match="unpacks to 4 MB, over the 2 MB limit"):
+        uploads.load_upload("bomb.zip", bomb, tmp_path)
+    assert not any(tmp_path.rglob("corpus.jsonl"))
+
+
+@pytest.mark.parametrize("member", ["../escape/corpus.jsonl", "/abs/corpus.jsonl", "a/../../corpus.jsonl",
+                                    "C:/corpus.jsonl"])
+def test_a_member_outside_the_folder_is_refused(tmp_path: Path, member: str) -> None:
+    with pytest.raises(ValueError, match="outside the upload's folder"):
+        uploads.load_upload("evil.zip", _zip({member: b"{}"}), tmp_path / "u")
+    assert not (tmp_path / "escape").exists()
+
+
+def test_links_and_too_many_members_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="is a link"):
+        uploads.load_upload("link.zip", _zip({"corpus.jsonl": b"{}"}, link="queries.jsonl"), tmp_path)
+    many = _zip({f"f{i}.txt": b"" for i in range(uploads.MAX_MEMBERS + 1)})
+    with pytest.raises(ValueError, match="files inside"):
+        uploads.load_upload("many.zip", many, tmp_path)

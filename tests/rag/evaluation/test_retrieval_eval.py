@@ -75,3 +75,16 @@ def test_rerank_rows_say_when_no_cross_encoder_is_loaded(tiny, config: RagConfig
     report = evaluate_grid(dataset, ModeEngines(store), with_path, ["bm25+rerank"])[0]
     assert report["fallbacks"] == {"rerank": 3}
     assert "fallback in rerank x3" in format_grid_markdown([report])
+
+
+def test_a_question_the_pipeline_rejects_is_a_counted_miss_not_the_end_of_the_run(tiny, config: RagConfig) -> None:
+    dataset, store = tiny
+    bad = EvalDataset(name="tiny", corpus=CORPUS, queries={**QUERIES, "long": "ibuprofen " * 1000},
+                      qrels={**QRELS, "long": {"d2": 1}}, skipped={"empty question": 2}, split="report")
+
+    report = evaluate_grid(bad, ModeEngines(store), config, ["bm25"])[0]
+
+    assert report["n_queries"] == 4 and report["split"] == "report"
+    assert report["metrics"]["recall@1"] == 0.75
+    assert report["skipped"] == {"empty question": 2, "rejected by the pipeline (counted as misses)": 1}
+    assert "skipped 3 item(s)" in report["note"]

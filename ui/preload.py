@@ -1,0 +1,17 @@
+"""The heavy libraries, imported once before any page runs.
+
+Streamlit runs every browser session's script in a thread of its own, so two sessions that start
+together (two tabs, or a reload during the first run) import numpy, pandas, chromadb and llama-index
+at the same time. numpy's first import is not safe to race: one thread can see a half-initialised
+``numpy._typing`` and fail with "cannot import name 'NDArray' from partially initialized module".
+``app.py`` imports this module first; Python's lock on this module makes every other session wait here
+until the first has finished these imports, after which they are free.
+"""
+
+from __future__ import annotations
+
+import numpy  # noqa: F401
+import pandas  # noqa: F401
+
+import rag.answer.engine  # noqa: F401  (llama-index)
+import rag.index.store  # noqa: F401  (chromadb)
