@@ -7,6 +7,7 @@ clears only the jobs this browser session submitted.
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: a page can run before app.py, see ui/preload.py)
 import uuid
 
 import pandas as pd
