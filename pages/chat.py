@@ -8,6 +8,7 @@ a button is clicked, keep the whole conversation.
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: a page can run before app.py, see ui/preload.py)
 import streamlit as st
 
 from rag.answer.types import ChatTurn

@@ -6,6 +6,12 @@ at the same time. numpy's first import is not safe to race: one thread can see a
 ``numpy._typing`` and fail with "cannot import name 'NDArray' from partially initialized module".
 ``app.py`` imports this module first; Python's lock on this module makes every other session wait here
 until the first has finished these imports, after which they are free.
+
+Every page imports it first too: until some session's ``app.py`` has called ``st.navigation``, Streamlit
+treats the ``pages/`` folder as a multipage app of its own, so a session whose first request is a page's
+URL (``/documents``) runs that page without ``app.py``. The browser suite hit exactly that: one session
+on ``/documents`` importing llama-index while another imported it here ("cannot import name 'LLM' from
+partially initialized module").
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def test_an_obeyed_check_does_not_pass_a_wrong_number(hostile, config) -> None:
 
 
 def test_an_obeyed_answerability_check_does_not_answer_an_unrelated_question(hostile, config) -> None:
-    llm = ObedientLLM(model_name="qwen2.5-0.5b-instruct")  # its calibrated gate reads question coverage, not P(yes)
+    llm = ObedientLLM(model_name="qwen2.5-0.5b-instruct")  # its calibrated gate weighs coverage most (0.935)
     result = make_engine(hostile, config, llm).answer("Which team won the 1998 football world cup final?")
     assert llm.of("gate") and result.abstained and not llm.of("answer")
     assert result.trace["answerability"]["p_yes"] == 1.0  # the model said yes, as the document told it to

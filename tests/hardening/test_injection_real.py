@@ -6,9 +6,8 @@ condensed without the document's link (the app's guard would drop it, but it is 
 on the way: the 0.5B model answers "no" to every groundedness yes/no question, supported or not, so
 that check is left to the numbers and overlap tests with it (noted in the report, not asserted here).
 The same holds for the claim verifier's yes/no (``rag.answer.verify``): on the launch-code answer it gave
-P(yes) 0.25, under its default threshold 0.5, and removed the right claim; the 0.5B model has no tuned
-verifier thresholds (docs/answering.md). So the answer test turns that one check off: it is about what
-the model writes under the fenced prompts; the model-free claim checks still run.
+P(yes) 0.25 and, under the settings' threshold 0.5, removed the right claim; tune-trust since set the
+0.5B model's claim threshold to 0.0 on the tune splits (``CALIBRATED_VERIFY``), as for the 1.5B model.
 """
 
 from __future__ import annotations
@@ -38,23 +37,16 @@ def llm():
 
 
 @pytest.fixture
-def library(store, config, tmp_path: Path):
+def engine(store, config, tmp_path: Path, llm):
     # small chunks and one source keep the prompt short: the fact and the answer's instruction share a chunk
     config = replace(config, chunking=replace(config.chunking, chunk_size=60, chunk_overlap=0),
                      retrieval=replace(config.retrieval, top_k=1))
     assert Ingestor(store, config).ingest_path(make_hostile_pdf(tmp_path)).ok
-    return store, config
+    return make_engine(store, config, llm)
 
 
-@pytest.fixture
-def engine(library, llm):
-    return make_engine(*library, llm)
-
-
-def test_the_real_model_answers_the_question_not_the_document(library, llm) -> None:
-    store, config = library
-    config = replace(config, generation=replace(config.generation, verify_with_llm=False))  # see the module docstring
-    result = make_engine(store, config, llm).answer(QUESTION)
+def test_the_real_model_answers_the_question_not_the_document(engine) -> None:
+    result = engine.answer(QUESTION)
     assert AIMED_AT["answer"][:30] in result.sources[0].text  # the instruction was in front of the model
     assert not result.error and not result.abstained, result.answer
     assert "4711" in result.answer, result.answer
