@@ -8,12 +8,13 @@ a button is clicked, keep the whole conversation.
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: a page can run before app.py, see ui/preload.py)
 import streamlit as st
 
 from rag.index.registry import SEARCHABLE
 from rag.answer.types import ChatTurn
 from rag.answer.transcript import to_json, to_markdown
-from ui.answer_view import render_result, stream_answer
+from ui.answer_view import ASK_ANYWAY_KEY, render_result, stream_answer
 from ui.resources import get_store
 from ui.safe_text import escape_markdown, plain, show_answer
 from ui.state import current_config
@@ -63,9 +64,12 @@ for i, message in enumerate(messages[hidden:], start=hidden):
             st.error(escape_markdown(message["error"]))
             continue
         show_answer(message["content"])
-        render_result(message["result"], store, key=f"chat_msg_{i}")
+        render_result(message["result"], store, key=f"chat_msg_{i}", ask_anyway=True)
 
 question = st.chat_input("Ask about your documents")
+anyway = st.session_state.pop(ASK_ANYWAY_KEY, None)  # "Ask anyway" under a refusal: the same question, no gate
+if anyway and not question:
+    question = anyway
 if question:
     history = [ChatTurn(m["role"], m["content"]) for m in messages[-HISTORY_MESSAGES:]
                if m["content"] and not m.get("error")]
@@ -74,7 +78,7 @@ if question:
         st.markdown(escape_markdown(question))
     with st.chat_message("assistant"):
         outcome = stream_answer(config, question, history=history, doc_ids=(chosen or None) if use_kb else None,
-                                use_knowledge_base=use_kb)
+                                use_knowledge_base=use_kb, skip_gate=question == anyway)
     if outcome.result is not None:
         messages.append({"role": "assistant", "content": outcome.result.answer, "result": outcome.result})
     else:

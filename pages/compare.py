@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: a page can run before app.py, see ui/preload.py)
 import streamlit as st
 
 from ui.answer_view import stream_answer

@@ -13,6 +13,7 @@ is shared by every session, so this page lists and clears only the jobs this bro
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: a page can run before app.py, see ui/preload.py)
 import uuid
 
 import pandas as pd

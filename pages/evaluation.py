@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: a page can run before app.py, see ui/preload.py)
 import logging
 import tempfile
 from pathlib import Path

@@ -7,6 +7,7 @@ supplied (its name, values, the errors quoting them) is shown as plain text, nev
 
 from __future__ import annotations
 
+import ui.preload  # noqa: F401  (first: a page can run before app.py, see ui/preload.py)
 import pandas as pd
 import streamlit as st
 

@@ -62,7 +62,7 @@ def build_llm_runner(config: RagConfig, handle: LLMHandle, *,
     if handle.backend_used == "openai" and config.llm.fallback_to_embedded:
         factory = load_embedded or (lambda: load_embedded_llm(config.llm, config.generation, DEFAULT_HOME))
     return LLMRunner(handle.llm, backend=handle.backend_used, chosen_because=handle.fallback_reason,
-                     fallback_factory=factory)
+                     fallback_factory=factory, queue_timeout_s=config.llm.queue_timeout_s)
 
 
 def needs_llm(config: RagConfig) -> bool:

@@ -9,14 +9,17 @@ their invisible characters spelled out wherever they appear.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from rag.answer.types import AnswerResult, ChatTurn, Citation, Source
 from rag.config import RagConfig
+from rag.models.turns import listen_for_turns
 from ui.resources import get_engine, page_image
 from ui.safe_text import escape_markdown, label, plain, stream_answer_text
 from ui.trace_view import render_trace, settings_summary, timing_summary
@@ -36,9 +39,41 @@ class Outcome:
     error: str = ""
 
 
+def show_model_wait(answer: Callable[..., Outcome]) -> Callable[..., Outcome]:
+    """``answer`` showing "Waiting for the model (N questions ahead)…" while it waits for the shared model.
+
+    Every session shares the one embedded model and its calls take turns (``rag.models.turns``); the
+    notice sits where the answer will start and goes away when the model is free. Model calls made on a
+    helper thread (query rewrite, HyDE) cannot draw on the page, so only this script's own waits show.
+    """
+
+    @functools.wraps(answer)
+    def answering(*args: Any, **kwargs: Any) -> Outcome:
+        slot = st.empty()
+        script = get_script_run_ctx()
+
+        def show(ahead: int) -> None:
+            if get_script_run_ctx(suppress_warning=True) is not script:
+                return
+            if ahead:
+                slot.info(f"Waiting for the model ({ahead} question{'' if ahead == 1 else 's'} ahead)…",
+                          icon=":material/hourglass_top:")
+            else:
+                slot.empty()
+
+        try:
+            with listen_for_turns(show):
+                return answer(*args, **kwargs)
+        finally:
+            slot.empty()  # a wait that ended in an error leaves no stale notice above the message
+
+    return answering
+
+
+@show_model_wait
 def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTurn] = (),
                   doc_ids: Sequence[str] | None = None, use_knowledge_base: bool = True,
-                  marks: dict[str, str] | None = None) -> Outcome:
+                  marks: dict[str, str] | None = None, skip_gate: bool = False) -> Outcome:
     """Retrieve (and reflect, when on), show the sources at once, stream the answer, then finish it
     (citations, highlights, groundedness).
 
@@ -54,7 +89,7 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
         with st.status(label, expanded=False) as status:
             engine = get_engine(config)
             stream = engine.stream(question, history=history, doc_ids=doc_ids,
-                                   use_knowledge_base=use_knowledge_base)
+                                   use_knowledge_base=use_knowledge_base, skip_gate=skip_gate)
             found = f"{len(stream.sources)} sources found" if use_knowledge_base else "Knowledge base off"
             status.update(label=found, state="complete")
     except QueryError as exc:
@@ -67,9 +102,11 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
     if stream.sources:
         render_sources(stream.sources, marks=marks)
     try:
+        if use_knowledge_base and stream.sources:
+            st.caption(":material/pending: Draft — checking each claim against the source it cites…")
         # every redraw goes through safe_markdown: the raw tokens may echo a document's links and images
         stream_answer_text(iter(stream))
-        with st.spinner("Checking citations…"):
+        with st.spinner("Checking each claim against its source…"):
             result = stream.result()
     except Exception as exc:  # noqa: BLE001
         logger.exception("answering failed while streaming")
@@ -102,12 +139,17 @@ def source_line(source: Source, marks: dict[str, str] | None = None) -> str:
             f"{pages_label(source.page_start, source.page_end)}{score}{badge}")
 
 
-def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str, str] | None = None) -> None:
-    """Everything under an answer: flags, reflection, sources, the citation viewer and the trace."""
+def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str, str] | None = None,
+                  ask_anyway: bool = False) -> None:
+    """Everything under an answer: flags, reflection, sources, the citation viewer and the trace.
+
+    With ``ask_anyway`` a gate refusal offers the "Ask anyway" button (``ASK_ANYWAY_KEY``).
+    """
     if result.error:
         st.error(escape_markdown(result.error))
     if result.fallback_reason:
         st.warning(escape_markdown(result.fallback_reason))
+    render_verification(result)
     render_groundedness(result)
     render_reflection(result)
     if result.sources:
@@ -115,10 +157,44 @@ def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str
     if result.citations:
         render_citation_viewer(result.citations, store, key=key)
     elif result.used_knowledge_base and result.abstained and not result.error:
-        gate = result.trace.get("answerability") or {}
-        why = f" The answerability check: {gate['reason']}." if gate.get("answerable") is False else ""
-        st.caption(label(f"The answer was not found in the documents searched.{why}"))
+        render_refusal(result, key=key, ask_anyway=ask_anyway)
     render_trace(result)
+
+
+ASK_ANYWAY_KEY = "ask_anyway_request"  # session key: the question to answer again without the gate
+
+
+def render_refusal(result: AnswerResult, *, key: str, ask_anyway: bool) -> None:
+    """Why the answer is "not found": the gate's signals or the claims that failed verification."""
+    gate = result.trace.get("answerability") or {}
+    if gate.get("answerable") is False:
+        st.caption(label(f"Not answered: the answerability check judged that the sources do not hold the "
+                         f"answer — {gate.get('reason', '')}."))
+        if ask_anyway:
+            st.button("Ask anyway", key=f"{key}_ask_anyway", icon=":material/replay:", on_click=_request_ask_anyway,
+                      args=(result.question,), help="Answer without the answerability check; each claim is still "
+                                                    "checked against its source.")
+        return
+    failed = [c for c in result.verification if not c.get("supported")]
+    if failed:
+        lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in failed)
+        st.caption(f"Not answered: the draft's claims are not stated by the sources they cite:\n\n{lines}")
+        return
+    st.caption("The answer was not found in the documents searched.")
+
+
+def render_verification(result: AnswerResult) -> None:
+    """Claims removed from the answer because their cited source does not state them."""
+    failed = [c for c in result.verification if not c.get("supported")]
+    if result.abstained or not failed:
+        return
+    lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in failed)
+    st.warning(f"**Removed {len(failed)} claim(s) that the cited sources do not state:**\n\n{lines}",
+               icon=":material/rule:")
+
+
+def _request_ask_anyway(question: str) -> None:
+    st.session_state[ASK_ANYWAY_KEY] = question
 
 
 def render_groundedness(result: AnswerResult) -> None:
@@ -186,7 +262,7 @@ def show_citation_page(citation: Citation, store: Any) -> None:
             st.warning(f"Page {page} could not be rendered: {label(str(exc))}")
             continue
         # st.image renders its caption as Markdown
-        st.image(image, caption=label(f"{citation.file_name} · page {page}"), width="stretch")
+        st.image(image, caption=label(f"{citation.file_name} · page {page}"), width="stretch", output_format="PNG")
 
 
 def render_stats(result: AnswerResult) -> None:

@@ -79,6 +79,7 @@ KNOBS: dict[str, Knob] = {
     "llm.first_response_timeout_s": Knob("First response timeout (s)", step=0.5),
     "llm.request_timeout_s": Knob("Request timeout (s)", step=10.0),
     "llm.fallback_to_embedded": Knob("Fall back to the embedded model"),
+    "llm.queue_timeout_s": Knob("Longest wait for the embedded model (s)", step=10.0),
     "chunking.strategy": Knob("Chunking strategy"),
     "chunking.chunk_size": Knob("Chunk size (tokens)", step=10),
     "chunking.chunk_overlap": Knob("Chunk overlap (tokens)", step=5),

@@ -103,21 +103,23 @@ def strip_markers(text: str) -> str:
     return re.sub(r"\s+([.,;:!?。，；：！？])", r"\1", MARKER_RE.sub("", text)).strip()
 
 
+def answer_pieces(answer: str) -> list[str]:
+    """The answer's sentences as written (markers included, stripped of surrounding space, none empty)."""
+    pieces, start = [], 0
+    for match in _SENTENCE_END.finditer(answer):
+        pieces.append(answer[start:match.end()])
+        start = match.end()
+    pieces.append(answer[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
 def cited_sentences(answer: str, max_n: int) -> list[CitedSentence]:
     """Split an answer into sentences and the source numbers each cites (numbers > ``max_n`` dropped).
 
     Markers written after the full stop ("... 1200 mg. [1]") belong to the sentence before them.
     """
     result = []
-    pieces, start = [], 0
-    for match in _SENTENCE_END.finditer(answer):
-        pieces.append(answer[start:match.end()])
-        start = match.end()
-    pieces.append(answer[start:])
-    for raw in pieces:
-        raw = raw.strip()
-        if not raw:
-            continue
+    for raw in answer_pieces(answer):
         numbers: list[int] = []
         for match in MARKER_RE.finditer(raw):
             for part in re.split(r"[,，、]", match.group(1)):
@@ -146,12 +148,13 @@ def best_quote(sentence: str, source_text: str) -> str:
         scored.append((hit / len(wanted) - 0.001 * len(tokens) / max(len(wanted), 1), i))
     best_score, best = max(scored)
     start, end = spans[best]
-    # a sentence split by the parser (e.g. at a line break) may need its neighbour
-    if best + 1 < len(spans):
+    # a sentence split by the parser (e.g. at a line break) may need its neighbour, unless evidence fitting
+    # put a gap (" … ") between them
+    if best + 1 < len(spans) and "…" not in source_text[end:spans[best + 1][0] + 2]:
         pair = overlap(sentence, source_text[start:spans[best + 1][1]])
         if pair > best_score + 0.2:
             end = spans[best + 1][1]
-    return source_text[start:end]
+    return source_text[start:end].strip("… ")
 
 
 def infer_source(sentence: str, sources: Sequence[Source], min_overlap: float = 0.5) -> Source | None:

@@ -5,8 +5,9 @@ Assembled once per configuration (``from_config``): a retrieval chain (retriever
 the chat history (condensed into a standalone question), the document filter and whether to use the
 knowledge base at all:
 
-    condense → (route) → retrieve → number the sources → answerability gate → streamed answer
-             → citations with exact highlights → groundedness
+    condense → (route) → retrieve → fit evidence → number the sources → answerability gate
+             → streamed draft → claims verified against their sources → citations with exact highlights
+             → groundedness
 
 ``stream()`` does everything up to the first token synchronously, so ``AnswerStream.sources`` is ready
 before any token; ``query()`` (llama-index's API) returns a ``Response`` or, with ``streaming=True``, a
@@ -37,7 +38,7 @@ from rag.answer.types import AnswerResult, ChatTurn, Source
 from rag.caching import LRUCache
 from rag.config import RagConfig
 from rag.models.priority import PROCESS_PRIORITY, Priority
-from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT
+from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT, adds_instructions, as_quoted_data
 from rag.retrieval.assembly import RetrievalChain, build_retrieval, empty_reason
 from rag.retrieval.query import QueryError, RetrievalResult, SearchQuery, as_search_query, validate_query
 from rag.retrieval.trace import QueryTrace
@@ -142,8 +143,12 @@ class CitewiseQueryEngine(BaseQueryEngine):
     # -- answering ----------------------------------------------------------------------------------
 
     def stream(self, question: str, *, history: Sequence[ChatTurn] = (), doc_ids: Sequence[str] | None = None,
-               use_knowledge_base: bool = True, search_mode: str | None = None) -> AnswerStream:
+               use_knowledge_base: bool = True, search_mode: str | None = None,
+               skip_gate: bool = False) -> AnswerStream:
         """Retrieve and prepare the answer; iterate the returned stream for tokens.
+
+        ``skip_gate`` answers without the answerability gate (the Chat page's "Ask anyway"); the answer's
+        claims are still verified against their sources.
 
         Raises:
             QueryError: The question is empty or too long, or ``doc_ids`` names unknown documents.
@@ -151,10 +156,10 @@ class CitewiseQueryEngine(BaseQueryEngine):
         """
         with self.priority.foreground():  # and the returned stream holds it again while it generates
             return self._stream(question, history=history, doc_ids=doc_ids, use_knowledge_base=use_knowledge_base,
-                                search_mode=search_mode)
+                                search_mode=search_mode, skip_gate=skip_gate)
 
     def _stream(self, question: str, *, history: Sequence[ChatTurn], doc_ids: Sequence[str] | None,
-                use_knowledge_base: bool, search_mode: str | None) -> AnswerStream:
+                use_knowledge_base: bool, search_mode: str | None, skip_gate: bool) -> AnswerStream:
         asked = time.perf_counter()
         question = validate_query(question)
         if self.llm is None:
@@ -188,7 +193,8 @@ class CitewiseQueryEngine(BaseQueryEngine):
             return AnswerStream(self, request, question, standalone, None, [], retrieval, asked, timings, trace,
                                 fixed_answer=abstain_text(standalone))
         messages = build_answer_messages(standalone, sources)
-        return AnswerStream(self, request, question, standalone, messages, sources, retrieval, asked, timings, trace)
+        return AnswerStream(self, request, question, standalone, messages, sources, retrieval, asked, timings, trace,
+                            skip_gate=skip_gate)
 
     def answer(self, question: str, **kwargs: Any) -> AnswerResult:
         """``stream()`` consumed to the end; returns the final result."""
@@ -196,7 +202,7 @@ class CitewiseQueryEngine(BaseQueryEngine):
 
     def condense(self, request: RequestLLM, question: str, history: Sequence[ChatTurn], trace: dict[str, Any]) -> str:
         """A standalone version of a follow-up question; the question itself when condensing fails."""
-        lines = [f"{turn.role}: {' '.join(turn.content.split())[:HISTORY_CHARS]}"
+        lines = [f"{turn.role}: {as_quoted_data(' '.join(turn.content.split())[:HISTORY_CHARS])}"
                  for turn in list(history)[-HISTORY_TURNS:]]
         prompt = CONDENSE_PROMPT.format(history="\n".join(lines), question=question)
         try:
@@ -211,6 +217,9 @@ class CitewiseQueryEngine(BaseQueryEngine):
             if line.startswith(prefix):
                 line = line[len(prefix):].strip()
         standalone = line if 3 <= len(line) <= 1000 else question
+        if adds_instructions(standalone, question):  # the model obeyed the conversation (a quoted document)
+            trace["condense_rejected"] = standalone
+            standalone = question
         trace["standalone_question"] = standalone
         return standalone
 

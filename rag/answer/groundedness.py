@@ -25,7 +25,7 @@ from rag.answer.types import Source
 from rag.answer.citations import CitedSentence, best_quote
 from rag.text.overlap import overlap
 from rag.text.language import detect_language
-from rag.prompts import GROUNDEDNESS_PROMPT
+from rag.prompts import GROUNDEDNESS_PROMPT, as_quoted_data, format_sources
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def _similarity(embedder: Any, a: str, b: str) -> float | None:
 
 
 def _llm_verdict(llm: Any, statement: str, source: str) -> bool | None:
-    prompt = GROUNDEDNESS_PROMPT.format(source=source, statement=statement)
+    prompt = GROUNDEDNESS_PROMPT.format(source=format_sources([(1, source)]), statement=as_quoted_data(statement))
     try:
         reply = llm.chat([ChatMessage(role=MessageRole.USER, content=prompt)], max_tokens=8).message.content or ""
     except Exception as exc:  # noqa: BLE001

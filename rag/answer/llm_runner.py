@@ -29,11 +29,14 @@ class LLMRunner:
         chosen_because: Why ``llm`` is already a fallback (from ``build_llm``). Defaults to "".
         fallback_factory: Builds the embedded LLM when ``llm`` fails mid-request; called at most once, under
             a lock, and its result reused. Defaults to none (a failure ends the request with a clear error).
+        queue_timeout_s: How long a call waits for the embedded model while others use it (``llm.queue_timeout_s``);
+            set on a copy sharing the loaded model. Defaults to the model's own.
     """
 
     def __init__(self, llm: LLM, *, backend: str = "embedded", chosen_because: str = "",
-                 fallback_factory: Callable[[], LLM] | None = None) -> None:
-        self.llm = llm
+                 fallback_factory: Callable[[], LLM] | None = None, queue_timeout_s: float | None = None) -> None:
+        self.queue_timeout_s = queue_timeout_s
+        self.llm = self._with_wait(llm)
         self.backend = backend
         self.chosen_because = chosen_because
         self._fallback_factory = fallback_factory
@@ -51,11 +54,18 @@ class LLMRunner:
         with self._lock:
             if self._fallback is None and not self._fallback_failed:
                 try:
-                    self._fallback = self._fallback_factory()
+                    self._fallback = self._with_wait(self._fallback_factory())
                 except Exception as exc:  # noqa: BLE001
                     logger.error("the fallback LLM could not be built: %s", exc)
                     self._fallback_failed = True
             return self._fallback
+
+    def _with_wait(self, llm: LLM) -> LLM:
+        """``llm`` waiting ``queue_timeout_s`` for its turn: a pydantic copy shares the weights and the queue."""
+        fields = getattr(type(llm), "model_fields", {})
+        if self.queue_timeout_s is None or "queue_timeout_s" not in fields or llm.queue_timeout_s == self.queue_timeout_s:
+            return llm
+        return llm.model_copy(update={"queue_timeout_s": self.queue_timeout_s})
 
 
 @dataclass
@@ -113,8 +123,9 @@ class RequestLLM:
 def llm_error_message(exc: BaseException, backend: str) -> str:
     """What went wrong and what to check, in one sentence for the UI."""
     from rag.models.llm_openai import LLMUnavailableError
+    from rag.models.turns import ModelBusyError
 
-    if isinstance(exc, LLMUnavailableError):
+    if isinstance(exc, (LLMUnavailableError, ModelBusyError)):  # these already say what happened and what to do
         return str(exc)
     if backend == "openai":
         return (f"The LLM server failed while answering ({type(exc).__name__}: {exc}) — check that the server "

@@ -3,7 +3,10 @@
 Iterate it for tokens (``st.write_stream(iter(stream))`` works); call ``result()`` afterwards, which
 resolves citations to exact highlights and checks groundedness; calling it before iterating consumes
 the stream first. Before the first token the answerability gate may decide that the sources do not
-hold the answer; the stream then yields the "not found" sentence instead of calling the model.
+hold the answer; the stream then yields the "not found" sentence instead of calling the model. The
+streamed tokens are a draft: ``result()`` verifies each claim against the source it cites
+(``rag.answer.verify``) and its ``answer`` keeps only verified claims, or says "not found" when none
+is left (``draft`` keeps what was streamed, ``verification`` says why).
 """
 
 from __future__ import annotations
@@ -16,14 +19,17 @@ from typing import Any, ContextManager, Iterator, Protocol, Sequence
 from llama_index.core.base.llms.types import ChatMessage
 
 from rag.answer.citations import abstain_text, add_inferred_markers, cited_sentences, is_abstention
-from rag.answer.gate import Verdict
+from rag.answer.gate import Verdict, verify_thresholds_for
 from rag.answer.llm_runner import LLMRunner
 from rag.answer.groundedness import check_groundedness
 from rag.answer.llm_runner import RequestLLM
 from rag.answer.locate import locate_citations
 from rag.answer.types import AnswerResult, Citation, Source
+from rag.answer.verify import revise, verify_claims
 from rag.config import RagConfig
+from rag.retrieval.broad import is_broad
 from rag.retrieval.query import RetrievalResult
+from rag.text.language import detect_language
 
 logger = logging.getLogger(__name__)
 
@@ -57,12 +63,13 @@ class AnswerStream:
         trace: What happened so far (condensation, routing, the document filter).
         use_knowledge_base: False when answering without the documents.
         fixed_answer: A reply that needs no model call (abstention, a routed direct answer).
+        skip_gate: Answer without the answerability gate ("Ask anyway"); claims are still verified.
     """
 
     def __init__(self, engine: AnswerSteps, request: RequestLLM, question: str, standalone: str,
                  messages: list[ChatMessage] | None, sources: list[Source], retrieval: RetrievalResult | None,
                  asked: float, timings: dict[str, float], trace: dict[str, Any], *,
-                 use_knowledge_base: bool = True, fixed_answer: str | None = None) -> None:
+                 use_knowledge_base: bool = True, fixed_answer: str | None = None, skip_gate: bool = False) -> None:
         self.engine = engine
         self.request = request
         self.question = question
@@ -72,6 +79,7 @@ class AnswerStream:
         self.retrieval = retrieval
         self.use_knowledge_base = use_knowledge_base
         self._fixed_answer = fixed_answer
+        self.skip_gate = skip_gate
         self._asked = asked
         self._timings = timings
         self._trace = trace
@@ -80,6 +88,8 @@ class AnswerStream:
         self._consumed = False
         self._iterating = False
         self._result: AnswerResult | None = None
+        self._verification: list[dict[str, Any]] = []
+        self._draft = ""
 
     def __iter__(self) -> Iterator[str]:
         if self._consumed or self._iterating:
@@ -128,10 +138,17 @@ class AnswerStream:
         """Run the answerability gate (when on); its verdict goes into the trace."""
         if not (self.engine.config.generation.answer_check and self.use_knowledge_base and self.sources):
             return None
+        if self.skip_gate or is_broad(self.standalone_question):
+            # a broad question's answer is spread over passages: the factoid gate was never fitted for it
+            self._trace["answerability"] = {"skipped": "ask anyway" if self.skip_gate else "broad question"}
+            return None
         verdict = self.engine.check_answerable(self.request, self.messages, self.sources, self.retrieval,
                                                self.standalone_question)
         self._trace["answerability"] = verdict.to_dict()
         self._timings["answer_check_ms"] = verdict.ms
+        stats = getattr(self.request.llm, "last_check_stats", None) or {}
+        if stats.get("prompt_eval_tokens") is not None:  # what the first token waited for (the gate's prefill)
+            self._timings["gate_prompt_tokens"] = int(stats["prompt_eval_tokens"])
         return verdict
 
     def _record_speed(self, started: float, first: float | None, pieces: int) -> None:
@@ -156,7 +173,7 @@ class AnswerStream:
         if not self._consumed:
             for _ in self:
                 pass
-        with self._foreground():  # highlights and groundedness are still the question's work
+        with self._foreground():  # claim verification, highlights and groundedness are still the question's work
             return self._finish()
 
     def _finish(self) -> AnswerResult:
@@ -168,6 +185,8 @@ class AnswerStream:
             sentences = cited_sentences(answer, len(sources))
             explicit = any(s.numbers for s in sentences)
             abstained = not sources or self._gated or (is_abstention(answer) and not explicit)
+            if not abstained and self.engine.config.generation.verify_claims:
+                answer, abstained, sentences = self._verify(answer, sentences)
             if not abstained:
                 started = time.perf_counter()
                 citations = locate_citations(self.engine.store, sentences, sources)
@@ -186,10 +205,32 @@ class AnswerStream:
         self._result = AnswerResult(
             question=self.question, answer=answer, abstained=abstained, citations=citations, sources=sources,
             reflection=list((self.retrieval.details.get("reflection") if self.retrieval else None) or []),
-            groundedness=groundedness, timings=dict(self._timings), trace=self._trace_dict(),
+            groundedness=groundedness, verification=self._verification, draft=self._draft,
+            timings=dict(self._timings), trace=self._trace_dict(),
             llm_backend=self.request.backend, fallback_reason=fallback, error=error,
             standalone_question=self.standalone_question, used_knowledge_base=self.use_knowledge_base)
         return self._result
+
+    def _verify(self, answer: str, sentences: list[Any]) -> tuple[str, bool, list[Any]]:
+        """Check each claim against its cited source; drop failed claims (all failed: abstain)."""
+        settings = self.engine.config.generation
+        started = time.perf_counter()
+        anchor_min, threshold = verify_thresholds_for(self.request.llm, settings,
+                                                      detect_language(self.standalone_question))
+        checks = verify_claims(
+            self.standalone_question, sentences, self.sources, idf=getattr(self.engine.store.keywords, "idf", None),
+            llm=self.request.llm if settings.verify_with_llm else None, threshold=threshold, anchor_min=anchor_min,
+            max_llm_claims=settings.verify_max_claims, broad=is_broad(self.standalone_question))
+        self._timings["verify_ms"] = _ms(started)
+        self._verification = [c.to_dict() for c in checks]
+        revised, refused = revise(answer, checks)
+        if revised == answer and not refused:
+            return answer, False, sentences
+        self._draft = answer
+        if refused:
+            self._trace["refused_by_verification"] = True
+            return abstain_text(self.standalone_question), True, []
+        return revised, False, cited_sentences(revised, len(self.sources))
 
     def _stage_timings(self) -> dict[str, float]:
         if self.retrieval is None:

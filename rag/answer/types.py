@@ -68,6 +68,8 @@ class AnswerResult:
     sources: list[Source]
     reflection: list[dict[str, Any]] = field(default_factory=list)
     groundedness: list[dict[str, Any]] = field(default_factory=list)
+    verification: list[dict[str, Any]] = field(default_factory=list)
+    draft: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     trace: dict[str, Any] = field(default_factory=dict)
     llm_backend: str = ""
@@ -93,6 +95,8 @@ class AnswerResult:
             "sources": [asdict(s) for s in self.sources],
             "reflection": list(self.reflection),
             "groundedness": list(self.groundedness),
+            "verification": list(self.verification),
+            "draft": self.draft,
             "timings": {k: (round(float(v), 1) if isinstance(v, float) else v) for k, v in self.timings.items()},
             "llm_backend": self.llm_backend,
             "fallback_reason": self.fallback_reason,

@@ -28,9 +28,10 @@ class GenerationConfig(Section):
     measurement (README, "Answering").
     """
 
-    # 500 of the model's tokens: the 1.5B model evaluates ~53 prompt tokens/s on 2 idle cores (AVX-512 build),
-    # so sources plus question (~400-600 tokens after the cached system prompt) keep the first token near 8 s
-    max_context_tokens: int = Field(500, ge=64, le=MAX_CONTEXT_TOKENS,
+    # 180 of the model's tokens, filled with the question's sentences of each passage (evidence_fitting): the 1.5B
+    # model evaluates ~50 prompt tokens/s on 2 idle cores (AVX-512 build), and sources plus question, instructions
+    # and the gate's line (~250 tokens after the cached system prompt) keep the first token near 5 s
+    max_context_tokens: int = Field(180, ge=64, le=MAX_CONTEXT_TOKENS,
                                     description="Budget for the sources in the answering model's tokens; more "
                                                 "context means a slower first token.")
     max_answer_tokens: int = Field(384, ge=16, le=8192, description="Longest answer, in tokens.")
@@ -45,6 +46,25 @@ class GenerationConfig(Section):
                                                       "without gating); bundled models use their calibrated gate.")
     answer_check_calibrated: bool = Field(True, description="Bundled models use the gate calibrated for them "
                                                             "instead of the threshold.")
+    evidence_fitting: bool = Field(True, description="Fit the question's sentences of each passage into the "
+                                                     "context budget instead of whole passages.")
+    broad_context_tokens: int = Field(900, ge=0, le=MAX_CONTEXT_TOKENS,
+                                      description="Budget for broad questions (summaries, overviews, comparisons), "
+                                                  "which get whole passages and the document's opening; 0 treats "
+                                                  "them like any question.")
+    verify_claims: bool = Field(True, description="Check each claim of an answer against the source it cites "
+                                                  "before showing it as fact; failing claims are removed.")
+    verify_with_llm: bool = Field(True, description="Also ask the LLM, per claim, whether the cited sentence "
+                                                    "states it (after the answer has streamed).")
+    verify_threshold: float = Field(0.5, ge=0.0, le=1.0,
+                                    description="A claim fails when the LLM's P(yes) that the source states it "
+                                                "is below this (bundled models use their tuned value).")
+    verify_anchor_min: float = Field(0.5, ge=0.0, le=1.0,
+                                     description="A claim fails when its cited source holds less than this share "
+                                                 "of the question's rare words, IDF-weighted (bundled models use "
+                                                 "their tuned value).")
+    verify_max_claims: int = Field(3, ge=1, le=20, description="Claims checked by the LLM at most per answer "
+                                                               "(the rest get the model-free checks).")
 
 
 @config_section("llm")
@@ -84,6 +104,11 @@ class LLMConfig(Section):
                                                         "is probed; no answer to the probe fails the request.")
     fallback_to_embedded: bool = Field(True, description="Answer with the embedded model when the server does not "
                                                          "answer.")
+    # every browser session shares the one embedded model and calls take turns on it (rag.models.turns); a
+    # question that cannot get it within this wait fails saying how many were ahead, instead of hanging
+    queue_timeout_s: float = Field(120.0, ge=1.0, le=3600.0,
+                                   description="Longest wait for the embedded model while other questions use it; "
+                                               "a question still waiting then fails with a message.")
 
     @field_validator("base_url")
     @classmethod

@@ -31,11 +31,14 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 @dataclass
 class QAItem:
+    """One question: gold answers (plausible ones when ``impossible``), its paragraph and article."""
+
     qid: str
     question: str
     answers: list[str]
     para_key: str
     article: int
+    impossible: bool = False  # the paragraph is in the library but does not hold the answer
 
 
 # -- metrics (SQuAD v1.1 / CMRC 2018 evaluation scripts) ----------------------------------------
@@ -133,8 +136,6 @@ def build_library(path: Path, config: RagConfig, *, n: int, unanswerable: int, d
     per question (its paragraph, unless left out, among ``distractors`` others of the same article) and
     ingest them all into a store under ``workdir``."""
     from rag.ingest.ingestor import Ingestor
-    from rag.runtime import build_router
-    from rag.index.store import DocumentStore
 
     items, paragraphs, by_article = load_squad_items(path)
     rng = random.Random(seed)
@@ -154,9 +155,8 @@ def build_library(path: Path, config: RagConfig, *, n: int, unanswerable: int, d
         used_paragraphs.add(item.para_key)
     excluded = {item.para_key for item in held_out}
 
-    config = replace(config, storage=replace(config.storage, data_dir=str(workdir / "data"))).validate()
-    store = DocumentStore(config, router or build_router(config))
-    ingestor = Ingestor(store, config)
+    store = _new_store(config, workdir, router)
+    ingestor = Ingestor(store, store.config)
     gold_locations: dict[str, set[tuple[str, int]]] = {}
     started = time.perf_counter()
     for index, item in enumerate(chosen + held_out):
@@ -174,6 +174,69 @@ def build_library(path: Path, config: RagConfig, *, n: int, unanswerable: int, d
             continue
         for number, key in enumerate(pages, start=1):
             gold_locations.setdefault(key, set()).add((result.doc_id, number))
-    return QALibrary(store, chosen, held_out, gold_locations, round(time.perf_counter() - started, 1))
+    # a left-out question whose answer is stated elsewhere in the library is answerable after all: drop it
+    indexed = [paragraphs[k] for k in gold_locations]
+    kept = [item for item in held_out if not _stated_anywhere(item.answers, indexed)]
+    if len(kept) < len(held_out):
+        logger.info("dropped %d left-out questions whose gold answer appears in the library", len(held_out) - len(kept))
+    return QALibrary(store, chosen, kept, gold_locations, round(time.perf_counter() - started, 1))
+
+
+def _stated_anywhere(answers: list[str], texts: list[str]) -> bool:
+    from rag.evaluation.answer_metrics import contains_answer
+
+    chinese = bool(_CJK.search(" ".join(answers)))
+    return any(contains_answer(text, answers, chinese) for text in texts)
+
+
+def _new_store(config: RagConfig, workdir: Path, router: Any) -> Any:
+    from rag.index.store import DocumentStore
+    from rag.runtime import build_router
+
+    config = replace(config, storage=replace(config.storage, data_dir=str(workdir / "data"))).validate()
+    return DocumentStore(config, router or build_router(config))
+
+
+def build_set_library(qa_set: Any, config: RagConfig, *, n: int, unanswerable: int, seed: int, workdir: Path,
+                      distractors: int = 24, per_pdf: int = 4, router: Any = None) -> QALibrary:
+    """A library for a set with real unanswerables (``rag.evaluation.unanswerable.QASet``): ``n`` answerable
+    and ``unanswerable`` questions sampled with ``seed`` (at most 2 per paragraph), every paragraph they ask
+    about kept in the library (unanswerable ones too), plus the set's other core paragraphs and
+    ``distractors`` others, ``per_pdf`` paragraphs per PDF. ``held_out`` holds the unanswerable questions."""
+    from rag.ingest.ingestor import Ingestor
+
+    rng = random.Random(seed)
+    items = list(qa_set.items)
+    rng.shuffle(items)
+    per_paragraph: dict[str, int] = {}
+    chosen: list[QAItem] = []
+    impossible: list[QAItem] = []
+    for item in items:
+        bucket, limit = (impossible, unanswerable) if item.impossible else (chosen, n)
+        if len(bucket) >= limit or per_paragraph.get(item.para_key, 0) >= 2:
+            continue
+        bucket.append(item)
+        per_paragraph[item.para_key] = per_paragraph.get(item.para_key, 0) + 1
+    asked = list(dict.fromkeys(i.para_key for i in chosen + impossible))
+    extra = [k for k in qa_set.core if k not in per_paragraph]
+    extra = rng.sample(extra, min(len(extra), max(distractors, 0))) if len(qa_set.core) > 60 else extra
+    others = rng.sample(qa_set.distractors, min(len(qa_set.distractors), distractors))
+    keys = asked + extra + others
+    rng.shuffle(keys)
+    store = _new_store(config, workdir, router)
+    ingestor = Ingestor(store, store.config)
+    gold_locations: dict[str, set[tuple[str, int]]] = {}
+    started = time.perf_counter()
+    for index in range(0, len(keys), per_pdf):
+        pages = keys[index:index + per_pdf]
+        pdf = workdir / f"{qa_set.name}-{qa_set.split}-{index // per_pdf:03d}.pdf"
+        write_paragraph_pdf(pdf, [qa_set.paragraphs[k] for k in pages])
+        result = ingestor.ingest_path(pdf)
+        if not result.ok:
+            logger.warning("ingest of %s failed: %s", pdf.name, result.error)
+            continue
+        for number, key in enumerate(pages, start=1):
+            gold_locations.setdefault(key, set()).add((result.doc_id, number))
+    return QALibrary(store, chosen, impossible, gold_locations, round(time.perf_counter() - started, 1))
 
 

@@ -1,15 +1,16 @@
-"""``python -m rag eval-answers``: answer quality over SQuAD v1.1 / CMRC 2018 built into small PDFs.
+"""``python -m rag eval-answers``: answer trust and quality over question sets built into small PDFs.
 
-The questions, their PDFs and the library are built by ``rag.evaluation.answer_library``; each LLM
-backend then answers every question through the app's query engine. Reported per backend:
+Two kinds of unanswerable question:
 
-* ``em`` / ``f1``: SQuAD-style normalisation (lower case, no punctuation/articles, word tokens); for
-  Chinese, CMRC-style character-level F1. ``contains``: the gold answer appears in the answer.
-* ``citation_precision``: share of citations whose cited chunk contains a gold answer.
-* ``highlight_rate``: share of citations with a highlight on a page of the cited chunk;
-  ``highlight_gold_page``: share of answered questions with a highlight on the gold page.
-* ``abstention``: share of left-out questions answered with "not found in your documents".
-* ``ttft_ms`` (mean, p50, first = cold prefix cache) and ``tokens_per_s``.
+* real ones (``--dataset squad2|cjrc|ace-whqa|cuad`` or ``--split tune|report``): the question's paragraph
+  is in the library and does not hold the answer (``rag.evaluation.unanswerable``, with a fixed split:
+  tune thresholds and prompts on ``tune``, report on ``report``);
+* left out (``--dataset squad|cmrc2018``): the paragraph is not indexed; questions whose gold answer is
+  stated anywhere in the library are dropped.
+
+Each LLM backend answers every question through the app's query engine; the rows are scored against
+gold by ``rag.evaluation.answer_scoring`` (abstention, false abstention, answered-and-right, unsupported
+rate among shown answers, highlight on the gold span, TTFT p50/p95, whole answer p50/p95, tokens/s).
 """
 
 from __future__ import annotations
@@ -17,31 +18,39 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
-from statistics import mean, median
 from typing import Any
 
 
-from rag.answer.citations import strip_markers
 from rag.config import DEFAULT_HOME, RagConfig
-from rag.evaluation.answer_library import QAItem, build_library, resolve_qa_dataset
-from rag.evaluation.answer_metrics import contains_answer, exact_match, f1_score
-from rag.text.language import detect_language
+from rag.evaluation.answer_library import build_library, build_set_library, resolve_qa_dataset
+from rag.evaluation.answer_scoring import ask_all, summarise
 
 logger = logging.getLogger(__name__)
 
 def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.evaluation.unanswerable import UNANSWERABLE_SETS, load_set
+
+    if args.dataset == "broad":
+        return _run_broad(args, config)
+    split = getattr(args, "split", None)
+    real_unanswerables = args.dataset in UNANSWERABLE_SETS or split is not None
     try:
-        path = resolve_qa_dataset(args.dataset)
-    except FileNotFoundError as exc:
+        qa_set = load_set(args.dataset, split or "report") if real_unanswerables else None
+        path = None if real_unanswerables else resolve_qa_dataset(args.dataset)
+    except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     unanswerable = args.n // 3 if args.unanswerable is None else args.unanswerable
     with tempfile.TemporaryDirectory(prefix="citewise-eval-answers-") as tmp:
         report = evaluate_answers(path, config, n=args.n, unanswerable=unanswerable, distractors=args.distractors,
-                                  seed=args.seed, workdir=Path(tmp), also_server=args.also_server)
+                                  seed=args.seed, workdir=Path(tmp), also_server=args.also_server, qa_set=qa_set)
+    rows_file = getattr(args, "rows", None)
+    if rows_file:
+        Path(rows_file).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:
@@ -49,28 +58,60 @@ def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
     return 0
 
 
-def evaluate_answers(path: Path, config: RagConfig, *, n: int, unanswerable: int, distractors: int, seed: int,
-                     workdir: Path, router: Any = None, also_server: bool = False,
-                     llm_factory: Any = None) -> dict[str, Any]:
-    """Build the PDFs, ingest them, ask every question with each backend and aggregate the metrics."""
-    library = build_library(path, config, n=n, unanswerable=unanswerable, distractors=distractors, seed=seed,
-                            workdir=workdir, router=router)
+def evaluate_answers(path: Path | None, config: RagConfig, *, n: int, unanswerable: int, distractors: int, seed: int,
+                     workdir: Path, router: Any = None, also_server: bool = False, llm_factory: Any = None,
+                     qa_set: Any = None) -> dict[str, Any]:
+    """Build the library, ask every question with each backend and aggregate the metrics.
+
+    With ``qa_set`` (``rag.evaluation.unanswerable``) the unanswerable questions keep their paragraph in the
+    library; otherwise they are SQuAD/CMRC questions whose paragraph is left out (and dropped when their gold
+    answer appears anywhere in the library).
+    """
+    if qa_set is not None:
+        library = build_set_library(qa_set, config, n=n, unanswerable=unanswerable, seed=seed, workdir=workdir,
+                                    distractors=max(distractors, 0) * 8, router=router)
+        about = {"dataset": qa_set.name, "split": qa_set.split, "mode": "paragraph in the library"}
+    else:
+        library = build_library(path, config, n=n, unanswerable=unanswerable, distractors=distractors, seed=seed,
+                                workdir=workdir, router=router)
+        about = {"dataset": path.name, "split": f"seed {seed}", "mode": "paragraph left out"}
     store = library.store
     backends = _backends(config, also_server, llm_factory)
-    report: dict[str, Any] = {"dataset": path.name, "answerable": len(library.chosen),
-                              "unanswerable": len(library.held_out), "distractors_per_pdf": distractors,
-                              "documents": len(store.documents()), "chunks": len(store.keywords),
-                              "ingest_s": library.ingest_s, "backends": {}}
+    report: dict[str, Any] = {**about, "seed": seed, "answerable": len(library.chosen),
+                              "unanswerable": len(library.held_out), "documents": len(store.documents()),
+                              "chunks": len(store.keywords), "ingest_s": library.ingest_s,
+                              "load_before": round(os.getloadavg()[0], 2), "backends": {}}
     for name, build in backends:
         try:
             engine = answer_engine(config, store, build(), name)
         except Exception as exc:  # noqa: BLE001 - report the backend as unavailable
             report["backends"][name] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
-        report["backends"][name] = _score_backend(engine, config, library.chosen, library.held_out,
-                                                  library.gold_locations, store)
+        rows = ask_all(engine, library.chosen, library.held_out, library.gold_locations, store)
+        report["backends"][name] = {**summarise(rows), "rows": rows}
+    report["load_after"] = round(os.getloadavg()[0], 2)
     store.close()
     return report
+
+
+def _run_broad(args: argparse.Namespace, config: RagConfig) -> int:
+    from rag.evaluation.broad_eval import evaluate_broad
+    from rag.models.llms import load_embedded_llm
+
+    llm = load_embedded_llm(config.llm, config.generation, DEFAULT_HOME)
+    with tempfile.TemporaryDirectory(prefix="citewise-eval-broad-") as tmp:
+        try:
+            report = evaluate_broad(config, llm, Path(tmp))
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    report["load_average"] = round(os.getloadavg()[0], 2)
+    if getattr(args, "rows", None):
+        Path(args.rows).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else
+          f"broad questions: {report['questions']}, answered {report['answered']}, answered-and-supported "
+          f"{report['answered_and_supported']} (load average {report['load_average']})")
+    return 0
 
 
 def _backends(config: RagConfig, also_server: bool, llm_factory: Any) -> list[tuple[str, Any]]:
@@ -101,90 +142,17 @@ def answer_engine(config: RagConfig, store: Any, llm: Any, name: str) -> Any:
     return CitewiseQueryEngine.from_config(config, store, LLMRunner(llm, backend=name.split(":")[0]))
 
 
-def _score_backend(engine: Any, config: RagConfig, chosen: list[QAItem], held_out: list[QAItem],
-                   gold_locations: dict[str, set[tuple[str, int]]], store: Any) -> dict[str, Any]:
-    ems, f1s, contains, abstained_answerable = [], [], [], 0
-    citations = precise = highlighted = 0
-    gold_page_hits, answered = 0, 0
-    ttfts, speeds, errors, rows = [], [], 0, []
-    for item in chosen:
-        result = engine.answer(item.question)
-        chinese = detect_language(item.question) == "zh"
-        text = strip_markers(result.answer)
-        errors += bool(result.error)
-        ems.append(0.0 if result.abstained else exact_match(text, item.answers, chinese))
-        f1s.append(0.0 if result.abstained else f1_score(text, item.answers, chinese))
-        contains.append(float(not result.abstained and contains_answer(text, item.answers, chinese)))
-        abstained_answerable += result.abstained
-        chunk_texts = {c.chunk_id: c.text for c in store.keywords.get([c.chunk_id for c in result.citations]).values()}
-        gold = gold_locations.get(item.para_key, set())
-        hit = False
-        for citation in result.citations:
-            citations += 1
-            precise += contains_answer(chunk_texts.get(citation.chunk_id, citation.text), item.answers, chinese)
-            source = next((s for s in result.sources if s.n == citation.n), None)
-            pages = [p for p, rects in citation.pages if rects]
-            if pages and (source is None or all(source.page_start <= p <= source.page_end for p in pages)):
-                highlighted += 1
-            hit = hit or any((citation.doc_id, p) in gold for p in pages)
-        if not result.abstained:
-            answered += 1
-            gold_page_hits += hit
-        ttfts.append(result.timings.get("ttft_ms", 0.0))
-        if result.timings.get("tokens_per_s"):
-            speeds.append(result.timings["tokens_per_s"])
-        rows.append({"qid": item.qid, "question": item.question, "gold": item.answers[:3], "answer": result.answer,
-                     "abstained": result.abstained, "f1": round(f1s[-1], 3),
-                     "citations": [(c.n, c.page) for c in result.citations], "gold_page_hit": hit,
-                     "ttft_ms": result.timings.get("ttft_ms"), "tokens": result.timings.get("tokens"),
-                     "tokens_per_s": result.timings.get("tokens_per_s"),
-                     "prompt_tokens_evaluated": result.timings.get("prompt_tokens_evaluated"),
-                     "context_tokens": result.timings.get("context_tokens"), "error": result.error,
-                     "answerability": result.trace.get("answerability")})
-        logger.info("answerable %d/%d f1=%.2f abstained=%s citations=%d gold_page=%s ttft=%.0fms", len(rows),
-                    len(chosen), f1s[-1], result.abstained, len(result.citations), hit,
-                    result.timings.get("ttft_ms", 0.0))
-    abstentions = []
-    for item in held_out:
-        result = engine.answer(item.question)
-        abstentions.append(result.abstained)
-        ttfts.append(result.timings.get("ttft_ms", 0.0))
-        rows.append({"qid": item.qid, "question": item.question, "held_out": True, "answer": result.answer,
-                     "abstained": result.abstained, "ttft_ms": result.timings.get("ttft_ms"),
-                     "answerability": result.trace.get("answerability")})
-        logger.info("left out %d/%d abstained=%s ttft=%.0fms", len(abstentions), len(held_out), result.abstained,
-                    result.timings.get("ttft_ms", 0.0))
-    return {
-        "em": _avg(ems), "f1": _avg(f1s), "contains": _avg(contains),
-        "false_abstention": _ratio(abstained_answerable, len(chosen)),
-        "citation_precision": _ratio(precise, citations), "citations": citations,
-        "highlight_rate": _ratio(highlighted, citations),
-        "highlight_gold_page": _ratio(gold_page_hits, answered),
-        "abstention": _ratio(sum(abstentions), len(abstentions)),
-        "ttft_ms_first": round(ttfts[0], 1) if ttfts else None,
-        "ttft_ms_mean": round(mean(ttfts), 1) if ttfts else None,
-        "ttft_ms_p50": round(median(ttfts), 1) if ttfts else None,
-        "tokens_per_s": round(mean(speeds), 2) if speeds else None, "errors": errors, "rows": rows,
-    }
-
-
-def _avg(values: list[float]) -> float | None:
-    return round(mean(values), 4) if values else None
-
-
-def _ratio(part: float, whole: int) -> float | None:
-    return round(part / whole, 4) if whole else None
-
-
 def format_report(report: dict[str, Any]) -> str:
-    lines = [f"{report['dataset']}: {report['answerable']} answerable + {report['unanswerable']} left-out questions, "
-             f"{report['documents']} PDFs / {report['chunks']} chunks (ingest {report['ingest_s']} s)"]
-    keys = ("em", "f1", "contains", "citation_precision", "highlight_rate", "highlight_gold_page", "abstention",
-            "false_abstention", "ttft_ms_first", "ttft_ms_p50", "ttft_ms_mean", "tokens_per_s", "errors")
+    lines = [f"{report['dataset']} ({report['mode']}, {report['split']}): {report['answerable']} answerable + "
+             f"{report['unanswerable']} unanswerable questions, {report['documents']} PDFs / {report['chunks']} chunks "
+             f"(ingest {report['ingest_s']} s); load average {report['load_before']} -> {report.get('load_after')}"]
+    keys = ("abstention", "false_abstention", "false_abstention_by", "answered_and_right", "unsupported_rate",
+            "shown", "highlight_gold_span", "f1", "ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p50_generated",
+            "total_ms_p50", "total_ms_p95", "tokens_per_s", "errors")
     for name, scores in report["backends"].items():
         lines.append(f"\n{name}")
         if "error" in scores:
             lines.append(f"  unavailable: {scores['error']}")
             continue
-        lines.extend(f"  {key:<20} {scores.get(key)}" for key in keys)
+        lines.extend(f"  {key:<22} {scores.get(key)}" for key in keys)
     return "\n".join(lines)

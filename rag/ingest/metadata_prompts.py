@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from rag.prompts import as_quoted_data
+
 OPEN_FENCE = "<<<DOCUMENT TEXT>>>"
 CLOSE_FENCE = "<<<END DOCUMENT TEXT>>>"
 _FENCE_RE = re.compile(r"<<<\s*(?:END\s+)?DOCUMENT[^>]*>>>", re.IGNORECASE)
@@ -63,8 +65,9 @@ WHAT = {
 
 
 def fence(text: str) -> str:
-    """Remove anything in ``text`` that looks like our fences, so a document cannot close its own."""
-    return _FENCE_RE.sub(" ", text)
+    """``text`` safe between our fences: look-alike fences removed, so a document cannot close its own, and
+    instruction-like sentences quoted (``rag.prompts.as_quoted_data``), as in every other prompt."""
+    return as_quoted_data(_FENCE_RE.sub(" ", text))
 
 
 def prompt_language(language: str) -> str:

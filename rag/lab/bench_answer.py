@@ -1,13 +1,14 @@
-"""``python -m rag bench answer``: time to first token of real answers, per bundled model (~1-3 min).
+"""``python -m rag bench answer``: sources, first token and whole verified answer, per bundled model.
 
-Builds a small library (SQuAD dev paragraphs as PDFs, one paragraph per page, 4 per PDF, like
-``eval-answers``), then asks ``--questions`` distinct questions through the app's query engine with the
-default settings: the answerability check, the context budget (``generation.max_context_tokens``,
-counted with the model's tokenizer) and ``llm.n_threads``. TTFT is measured from ``stream()`` to the
-first answer token. The first question is "cold": the fixed system prompt is not yet in llama.cpp's
-KV cache; later ones reuse it, as in a conversation. Answers are capped at ``--answer-tokens`` tokens
-(TTFT does not depend on it). The load average is printed with the figures: on a shared machine
-llama.cpp slows down 2-7x.
+Builds the ``eval-answers`` library of a real-unanswerable set's **report** split (``--dataset squad2`` or
+``cjrc``; the paragraph of every question, unanswerable ones too, is in the library), then asks
+``--questions`` of them (half answerable, half not) through the app's query engine with the default
+settings: evidence fitting within ``generation.max_context_tokens`` (counted with the model's tokenizer),
+the answerability gate, and claim verification after the answer. Reported: the time until the numbered
+sources are ready, TTFT (``stream()`` to the first token; the first question is "cold", the fixed system
+prompt not yet in llama.cpp's KV cache, later ones are "warm", as in a conversation), the whole answer
+including verification, prompt tokens evaluated before the first token, generation speed, and the load
+average before and after (on a shared machine llama.cpp slows down 2-7x: compare idle runs only).
 """
 
 from __future__ import annotations
@@ -15,93 +16,97 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 from statistics import median
 
 from rag.config import DEFAULT_HOME, RagConfig
-from rag.evaluation.datasets import DEFAULT_DATA_ROOT, NAMED_DATASETS
 
 
 def main(argv: list[str], config: RagConfig) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag bench answer", description=__doc__.split("\n")[0])
     parser.add_argument("--models", default=config.llm.embedded_model,
                         help="comma-separated bundled model names (default: llm.embedded_model)")
-    parser.add_argument("--dataset", default="squad", help="squad or cmrc2018 (default squad)")
-    parser.add_argument("--questions", type=int, default=6)
-    parser.add_argument("--answer-tokens", type=int, default=48)
+    parser.add_argument("--dataset", default="squad2", help="squad2 or cjrc (default squad2), report split")
+    parser.add_argument("--questions", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    report = run(config, [m.strip() for m in args.models.split(",") if m.strip()], args.dataset,
-                 args.questions, args.answer_tokens)
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=2))
-        return 0
-    print(f"{report['dataset']}: {report['questions']} questions, max_context_tokens "
-          f"{report['max_context_tokens']}, n_threads {report['n_threads']}, cpus {report['cpus']}")
-    for r in report["models"]:
-        print(f"  {r['model']}: TTFT cold {r['ttft_cold_ms'] / 1000:.1f} s, warm p50 {r['ttft_warm_p50_ms'] / 1000:.1f} s, "
-              f"max {r['ttft_max_ms'] / 1000:.1f} s; prompt tokens evaluated p50 {r['prompt_tokens_p50']}; "
-              f"{r['tokens_per_s']} tok/s; load average {r['load_before']} -> {r['load_after']}")
+    report = run(config, [m.strip() for m in args.models.split(",") if m.strip()], args.dataset, args.questions,
+                 args.seed)
+    print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else format_report(report))
     return 0
 
 
-def run(config: RagConfig, models: list[str], dataset: str, questions: int, answer_tokens: int) -> dict:
-    from rag.evaluation.answer_library import load_squad_items, write_paragraph_pdf
+def run(config: RagConfig, models: list[str], dataset: str, questions: int, seed: int) -> dict:
+    from rag.evaluation.answer_library import build_set_library
     from rag.evaluation.answers import answer_engine
-    from rag.index.store import DocumentStore
-    from rag.ingest.ingestor import Ingestor
+    from rag.evaluation.unanswerable import load_set
     from rag.models.llms import load_embedded_llm
-    from rag.runtime import build_router
 
-    items, paragraphs, by_article = load_squad_items(DEFAULT_DATA_ROOT / NAMED_DATASETS[dataset])
-    rng = random.Random(7)
-    chosen, seen = [], set()
-    for item in rng.sample(items, len(items)):
-        if item.para_key not in seen:
-            chosen.append(item)
-            seen.add(item.para_key)
-        if len(chosen) == questions:
-            break
-    report = {"dataset": dataset, "questions": len(chosen), "max_context_tokens": config.generation.max_context_tokens,
-              "n_threads": config.llm.n_threads, "cpus": os.cpu_count(), "models": []}
+    report = {"dataset": dataset, "split": "report", "max_context_tokens": config.generation.max_context_tokens,
+              "max_answer_tokens": config.generation.max_answer_tokens, "n_threads": config.llm.n_threads,
+              "cpus": os.cpu_count(), "models": []}
     with tempfile.TemporaryDirectory(prefix="citewise-bench-answer-") as tmp:
-        store_config = replace(config, storage=replace(config.storage, data_dir=str(Path(tmp) / "data"),
-                                                       chroma_mode="embedded"))
-        store = DocumentStore(store_config, build_router(config))
-        ingestor = Ingestor(store, store_config)
-        for index, item in enumerate(chosen):
-            pool = [k for k in by_article[item.article] if k != item.para_key]
-            keys = rng.sample(pool, min(3, len(pool))) + [item.para_key]
-            pdf = Path(tmp) / f"q{index}.pdf"
-            write_paragraph_pdf(pdf, [paragraphs[k] for k in keys])
-            ingestor.ingest_path(pdf)
-        run_config = replace(config, generation=replace(config.generation, max_answer_tokens=answer_tokens))
+        library = build_set_library(load_set(dataset, "report"), config, n=questions - questions // 2,
+                                    unanswerable=questions // 2, seed=seed, workdir=Path(tmp), distractors=16)
+        items = [q for pair in zip(library.chosen, library.held_out) for q in pair]
+        items += library.chosen[len(library.held_out):] + library.held_out[len(library.chosen):]
+        report["questions"] = len(items)
         for name in models:
-            llm = load_embedded_llm(replace(config.llm, embedded_model=name), run_config.generation, DEFAULT_HOME)
-            engine = answer_engine(run_config, store, llm, f"embedded:{name}")
+            llm = load_embedded_llm(replace(config.llm, embedded_model=name), config.generation, DEFAULT_HOME)
+            engine = answer_engine(config, library.store, llm, f"embedded:{name}")
             load_before = round(os.getloadavg()[0], 2)
             rows = []
-            for item in chosen:
-                started = time.perf_counter()
+            for item in items:
                 result = engine.answer(item.question)
-                rows.append({"question": item.question, "ttft_ms": result.timings.get("ttft_ms"),
-                             "answer_check_ms": result.timings.get("answer_check_ms"),
-                             "sources_ms": result.timings.get("sources_ms"),
-                             "prompt_tokens": (llm.last_check_stats or {}).get("prompt_eval_tokens"),
-                             "tokens_per_s": result.timings.get("tokens_per_s"), "abstained": result.abstained,
-                             "total_s": round(time.perf_counter() - started, 1)})
-            ttfts = [r["ttft_ms"] for r in rows]
-            speeds = [r["tokens_per_s"] for r in rows if r["tokens_per_s"]]
-            prompts = [r["prompt_tokens"] for r in rows[1:] if r["prompt_tokens"] is not None]
-            report["models"].append({
-                "model": name, "ttft_cold_ms": ttfts[0], "ttft_warm_p50_ms": median(ttfts[1:] or ttfts),
-                "ttft_max_ms": max(ttfts), "prompt_tokens_p50": median(prompts) if prompts else None,
-                "tokens_per_s": round(median(speeds), 1) if speeds else None,
-                "load_before": load_before, "load_after": round(os.getloadavg()[0], 2), "rows": rows})
+                t = result.timings
+                rows.append({"question": item.question, "unanswerable": item.impossible,
+                             "sources_ms": t.get("sources_ms"), "ttft_ms": t.get("ttft_ms"),
+                             "total_ms": t.get("total_ms"), "verify_ms": t.get("verify_ms"),
+                             "answer_check_ms": t.get("answer_check_ms"),
+                             "prompt_tokens": t.get("gate_prompt_tokens", t.get("prompt_tokens_evaluated")),
+                             "tokens_per_s": t.get("tokens_per_s"), "abstained": result.abstained})
+            report["models"].append({"model": name, **summary(rows), "load_before": load_before,
+                                     "load_after": round(os.getloadavg()[0], 2), "rows": rows})
             del engine, llm
-        store.close()
+        library.store.close()
     return report
+
+
+def summary(rows: list[dict]) -> dict:
+    warm = rows[1:] or rows
+    return {
+        "sources_ms_p50": _pct([r["sources_ms"] for r in rows], 50), "sources_ms_max": _pct([r["sources_ms"] for r in rows], 100),
+        "ttft_cold_ms": rows[0]["ttft_ms"] if rows else None,
+        "ttft_warm_p50_ms": _pct([r["ttft_ms"] for r in warm], 50), "ttft_warm_p95_ms": _pct([r["ttft_ms"] for r in warm], 95),
+        "total_warm_p50_ms": _pct([r["total_ms"] for r in warm], 50), "total_warm_p95_ms": _pct([r["total_ms"] for r in warm], 95),
+        "verify_p50_ms": _pct([r["verify_ms"] for r in rows if r["verify_ms"] is not None], 50),
+        "prompt_tokens_p50": _pct([r["prompt_tokens"] for r in warm if r["prompt_tokens"] is not None], 50),
+        "tokens_per_s": round(median(s), 1) if (s := [r["tokens_per_s"] for r in rows if r["tokens_per_s"]]) else None,
+        "abstained": sum(r["abstained"] for r in rows),
+    }
+
+
+def _pct(values: list, q: int) -> float | None:
+    data = sorted(v for v in values if v is not None)
+    if not data:
+        return None
+    return round(float(data[max(1, -(-q * len(data) // 100)) - 1]), 1)
+
+
+def format_report(report: dict) -> str:
+    lines = [f"{report['dataset']} ({report['split']} split): {report['questions']} questions, max_context_tokens "
+             f"{report['max_context_tokens']}, max_answer_tokens {report['max_answer_tokens']}, n_threads "
+             f"{report['n_threads']}, cpus {report['cpus']}"]
+    for r in report["models"]:
+        sec = lambda v: "n/a" if v is None else f"{v / 1000:.1f} s"  # noqa: E731
+        lines.append(
+            f"  {r['model']}: sources p50 {r['sources_ms_p50']} ms, max {r['sources_ms_max']} ms; TTFT cold "
+            f"{sec(r['ttft_cold_ms'])}, warm p50 {sec(r['ttft_warm_p50_ms'])}, p95 {sec(r['ttft_warm_p95_ms'])}; "
+            f"whole answer with verification warm p50 {sec(r['total_warm_p50_ms'])}, p95 {sec(r['total_warm_p95_ms'])} "
+            f"(verification p50 {sec(r['verify_p50_ms'])}); prompt tokens before the first token p50 "
+            f"{r['prompt_tokens_p50']}; {r['tokens_per_s']} tok/s; {r['abstained']} abstained; load average "
+            f"{r['load_before']} -> {r['load_after']}")
+    return "\n".join(lines)

@@ -13,7 +13,8 @@ import sys
 from rag.cli.common import add_global_options, configure
 from rag.config import RagConfig
 
-BENCHMARKS = ("ingest", "llm", "query", "sources", "answer", "ocr", "tables", "docsignal", "embed", "searchable")
+BENCHMARKS = ("ingest", "llm", "query", "sources", "answer", "evidence", "load", "ocr", "tables", "docsignal",
+              "embed", "searchable")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     from rag.lab.gate_calibration import add_command
+    from rag.lab.trust_tuning import add_command as add_trust_tuning
 
     parser = argparse.ArgumentParser(prog="python -m rag.lab", description="Citewise benchmarks and calibration")
     add_global_options(parser)
@@ -38,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("what", choices=BENCHMARKS)
     bench.set_defaults(handler=_cmd_bench, passes_extra=True)
     add_command(commands)
+    add_trust_tuning(commands)
     return parser
 
 
@@ -66,6 +69,14 @@ def _cmd_bench(args: argparse.Namespace, config: RagConfig) -> int:
         from importlib import import_module
 
         return import_module(f"rag.lab.bench_{args.what}").main(args.rest, config)
+    if args.what == "evidence":
+        from rag.lab.bench_evidence import main as bench_evidence
+
+        return bench_evidence(args.rest, config)
+    if args.what == "load":
+        from rag.lab.bench_load import main as bench_load
+
+        return bench_load(args.rest, config)
     if args.what == "sources":
         from rag.lab.bench_sources import main as bench_sources
 

@@ -1,15 +1,16 @@
 """A llama-index LLM that runs a GGUF model in-process with llama.cpp (``llama-cpp-python``).
 
 The model's own chat template (read from the GGUF, ChatML for Qwen) formats the messages. A
-llama.cpp context is not re-entrant, so generations are serialized with a lock held for the whole
-stream. llama.cpp keeps the KV cache of the previous prompt and re-evaluates only the part after the
-longest common prefix, so keep fixed text (system prompt, instructions) at the start of prompts.
+llama.cpp context is not re-entrant, so calls take turns (``rag.models.turns``: first come, first
+served), each holding the model for its whole stream; a call that does not get its turn within
+``queue_timeout_s`` fails with ``ModelBusyError``. llama.cpp keeps the KV cache of the previous
+prompt and re-evaluates only the part after the longest common prefix, so keep fixed text (system
+prompt, instructions) at the start of prompts.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -28,10 +29,14 @@ from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_ca
 from llama_index.core.llms.custom import CustomLLM
 
 from rag.models.assets import GGUFSpec, verify_gguf
+from rag.models.turns import ModelTurns
 
 logger = logging.getLogger(__name__)
 
 _SAMPLING_KWARGS = ("temperature", "max_tokens", "stop", "top_p", "top_k", "repeat_penalty", "seed")
+# the answer that follows a yes/no check starts a few ms after it on the same thread; keeping the model for
+# it means llama.cpp evaluates a dozen new tokens, not the whole prompt that another question would evict
+CHECK_KEEPS_MODEL_S = 0.5
 
 
 class EmbeddedLLM(CustomLLM):
@@ -43,18 +48,21 @@ class EmbeddedLLM(CustomLLM):
         n_ctx: The context window the model was loaded with. Defaults to 4096.
         temperature: Sampling temperature. Defaults to 0.1.
         max_tokens: Answer length limit. Defaults to 384.
+        queue_timeout_s: Longest wait for the model while other calls hold it. Defaults to 120.
     """
 
     model_name: str
     n_ctx: int = Field(default=4096, ge=256)
     temperature: float = Field(default=0.1, ge=0.0, le=2.0)
     max_tokens: int = Field(default=384, ge=1)
+    queue_timeout_s: float = Field(default=120.0, gt=0.0)
     last_stats: dict[str, float] = Field(default_factory=dict, exclude=True,
                                          description="Timing of the last generation (seconds, tokens).")
     last_check_stats: dict[str, float] = Field(default_factory=dict, exclude=True,
                                                description="Timing of the last yes/no check.")
     _llama: Any = PrivateAttr()
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    # shared by every copy (``model_copy`` keeps private attributes), like the llama.cpp handle it guards
+    _turns: ModelTurns = PrivateAttr(default_factory=ModelTurns)
 
     def __init__(self, llama: Any, *, model_name: str, **kwargs: Any) -> None:
         super().__init__(model_name=model_name, **kwargs)
@@ -96,6 +104,11 @@ class EmbeddedLLM(CustomLLM):
         return LLMMetadata(context_window=self.n_ctx, num_output=self.max_tokens, is_chat_model=True,
                            model_name=self.model_name)
 
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for the model now (the one it is serving not counted)."""
+        return self._turns.waiting
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under the model's own tokenizer (no BOS)."""
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
@@ -107,7 +120,7 @@ class EmbeddedLLM(CustomLLM):
         is thrown away. The app calls this in the background right after loading the model.
         """
         messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": ""}]
-        with self._lock:
+        with self._turns.turn(self.queue_timeout_s):
             started = time.monotonic()
             self._llama.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0)
             return time.monotonic() - started
@@ -134,7 +147,7 @@ class EmbeddedLLM(CustomLLM):
             from llama_cpp import LogitsProcessorList
         except ImportError:  # a fake llama in tests
             return None, "logits"
-        with self._lock:
+        with self._turns.turn(self.queue_timeout_s, keep_for_s=CHECK_KEEPS_MODEL_S):
             _reset_perf_counters(self._llama)
             started = time.monotonic()
             self._llama.create_chat_completion(messages=[_to_dict(m) for m in messages], max_tokens=1,
@@ -200,7 +213,7 @@ class EmbeddedLLM(CustomLLM):
         params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         params.update({k: v for k, v in kwargs.items() if k in _SAMPLING_KWARGS})
         text = ""
-        with self._lock:
+        with self._turns.turn(self.queue_timeout_s):
             _reset_perf_counters(self._llama)
             prompt_tokens_before = getattr(self._llama, "n_tokens", 0)
             started = time.monotonic()

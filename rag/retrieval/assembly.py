@@ -90,7 +90,17 @@ def build_retrieval(config: RagConfig, store: Any, *, llm: Any = None, reranker:
     if config.mmr.enabled:
         postprocessors.append(MMRPostprocessor(top_n=settings.top_k, lambda_mult=config.mmr.lambda_mult,
                                                vectors=StoredVectors(store)))
-    context = ContextBudgetPostprocessor(settings.top_k, config.generation.max_context_tokens, count_tokens)
+    generation = config.generation
+    chunks_of = getattr(store.keywords, "chunks_of", None)
+    if generation.broad_context_tokens and chunks_of is not None:
+        from rag.retrieval.postprocessors.broad import BroadQuestionPostprocessor
+        from rag.retrieval.retrievers import chunk_node
+
+        postprocessors.append(BroadQuestionPostprocessor(chunks_of, chunk_node))
+    context = ContextBudgetPostprocessor(settings.top_k, generation.max_context_tokens, count_tokens,
+                                         evidence=generation.evidence_fitting,
+                                         broad_max_tokens=generation.broad_context_tokens,
+                                         idf=getattr(store.keywords, "idf", None))
     if config.reflection.enabled:
         before = RetrievalChain(retriever, list(postprocessors))
         postprocessors.append(ReflectionPostprocessor(

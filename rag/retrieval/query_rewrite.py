@@ -21,7 +21,7 @@ from typing import Any
 
 from rag.caching import LRUCache
 from rag.config import QueryConfig
-from rag.prompts import HYDE_PROMPT, LANGUAGE_NAMES, QUERY_REWRITE_PROMPT
+from rag.prompts import HYDE_PROMPT, LANGUAGE_NAMES, QUERY_REWRITE_PROMPT, as_quoted_data
 from rag.retrieval.query_parse import clean_passage, parse_rewrite
 from rag.text.language import count_tokens, detect_language
 
@@ -104,7 +104,8 @@ class QueryEnhancer:
             return hit  # type: ignore[return-value]
         if not query:
             return RewriteResult(variants=[query], fallback_reason="empty query")
-        prompt = QUERY_REWRITE_PROMPT.format(query=query, variants=self.variants, language=_language(query))
+        prompt = QUERY_REWRITE_PROMPT.format(query=as_quoted_data(query), variants=self.variants,
+                                             language=_language(query))
         try:
             raw = self._complete(prompt)
         except Exception as exc:
@@ -127,7 +128,7 @@ class QueryEnhancer:
         if not query:
             return HydeResult(hypothetical_doc=query, fallback_reason="empty query")
         try:
-            raw = self._complete(HYDE_PROMPT.format(query=query, language=_language(query)))
+            raw = self._complete(HYDE_PROMPT.format(query=as_quoted_data(query), language=_language(query)))
         except Exception as exc:
             return self._hyde_fallback(query, f"LLM failed: {type(exc).__name__}: {exc}")
         passage = clean_passage(raw)

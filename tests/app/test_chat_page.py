@@ -90,7 +90,7 @@ def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(ap
     final_count = int((table["stage"] == "final").sum())
     assert any(c.startswith("Candidates per stage: ") and c.endswith(f"final {final_count}") for c in captions)
     top = min(5, int((table["stage"] == "fusion").sum()))
-    assert f"final: {final_count} of the top {top} fit the 500-token context budget" in captions, captions
+    assert f"final: {final_count} of the top {top} fit the 180-token context budget" in captions, captions
     assert result.trace["settings"]["top_k"] == 5
     # exports hold exactly the transcript of this history, built when the button is clicked
     buttons = {b.label: b for b in app.get("download_button")}
@@ -219,7 +219,7 @@ def test_a_settings_change_reaches_the_llm_without_reloading_it(app: AppTest, mo
     config = app.session_state["settings_config"]
     engine = get_engine(config)
     other = get_engine(config.with_overrides({"retrieval.top_k": 2, "mmr.enabled": True}))
-    assert other is not engine and other.retrieval.stage_names == ["mmr", "final"]  # assembled for its settings
+    assert other is not engine and other.retrieval.stage_names == ["mmr", "broad", "final"]  # assembled for its settings
     assert other.llm.llm is engine.llm.llm and other.store is engine.store  # around the same loaded models
     app.session_state["settings_config"] = config.with_overrides({"generation.temperature": 0.7,
                                                                    "generation.max_answer_tokens": 99})
@@ -227,3 +227,36 @@ def test_a_settings_change_reaches_the_llm_without_reloading_it(app: AppTest, mo
     assert set(tunable.used[:first]) == {(0.1, 384)} and set(tunable.used[first:]) == {(0.7, 99)}
     assert len(loads) == 1  # one model in memory for both settings
     assert tunable.temperature == 0.1  # the cached original is never changed
+
+
+class RefusingGateLLM(RoutedLLM):
+    """Says no to the answerability check and yes to claim verification."""
+
+    def _next(self, prompt: str) -> str:
+        from rag.prompts import ANSWER_CHECK_LINE
+
+        if ANSWER_CHECK_LINE in prompt:
+            self.prompts.append(prompt)
+            return "no"
+        return super()._next(prompt)
+
+
+@pytest.mark.parametrize("llm", [RefusingGateLLM(replies=[ANSWER])])
+def test_a_gate_refusal_says_why_and_ask_anyway_answers_with_a_verified_citation(app: AppTest, llm: RoutedLLM,
+                                                                                 monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RAG_GENERATION__ANSWER_CHECK_CALIBRATED", "false")
+    ingest(fixtures.make_english_pdf(tmp_path))
+    app.run()
+    ask(app)
+    refused = messages(app)[-1]["result"]
+    assert refused.abstained and refused.trace["answerability"]["answerable"] is False
+    shown = [c.value.replace("\\", "") for c in app.caption]  # escaped Markdown, read as text
+    assert any("answerability check judged" in c and "P(yes)=0.00" in c for c in shown), shown
+    button = next(b for b in app.button if b.label == "Ask anyway")
+    button.click().run()
+    assert not app.exception, app.exception
+    answered = messages(app)[-1]["result"]
+    assert not answered.abstained and answered.citations and answered.question == QUESTION
+    assert answered.trace["answerability"] == {"skipped": "ask anyway"}
+    assert answered.verification and all(c["supported"] for c in answered.verification)
+    assert [m["role"] for m in messages(app)] == ["user", "assistant", "user", "assistant"]

@@ -92,7 +92,10 @@ def config(server: str, tmp_path_factory: pytest.TempPathFactory) -> RagConfig:
         base, storage=replace(base.storage, data_dir=str(tmp_path_factory.mktemp("served") / "data")),
         chunking=replace(base.chunking, chunk_size=80, chunk_overlap=10),
         retrieval=replace(base.retrieval, top_k=3),
-        generation=replace(base.generation, max_context_tokens=400, max_answer_tokens=80, temperature=0.0),
+        # the served model is the bundled 0.5B, whose claim yes/no carries no signal (rag/answer/gate.py
+        # CALIBRATED_VERIFY turns it off for the embedded 0.5B); a served model is not matched by name, so say it here
+        generation=replace(base.generation, max_context_tokens=400, max_answer_tokens=80, temperature=0.0,
+                           verify_threshold=0.0),
         llm=replace(base.llm, backend="openai", base_url=server, model=SERVED_NAME, fallback_to_embedded=False),
     ).validate()
 
@@ -176,6 +179,7 @@ def test_the_answer_evaluation_harness_runs_against_the_server(config, served_ll
     scores = report["backends"]["given"]
     assert "error" not in scores and scores["errors"] == 0, scores
     assert (report["answerable"], report["unanswerable"]) == (1, 1) and len(scores["rows"]) == 2
-    assert scores["contains"] == 1.0 and scores["citations"] >= 1, scores["rows"]
+    assert scores["answered_and_right"] == 1.0, scores["rows"]
+    assert next(row for row in scores["rows"] if not row["unanswerable"])["citations"], scores["rows"]
     assert all(row["answerability"]["method"] == "logprobs" for row in scores["rows"]), scores["rows"]
     assert scores["ttft_ms_p50"] > 0

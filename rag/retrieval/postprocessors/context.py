@@ -1,7 +1,11 @@
 """Context fitting: the passages the answer is written from, at most ``top_k`` and within the budget.
 
 This is the one place the context budget is applied: the engine numbers exactly the passages this
-stage keeps, and counts with the answering model's own tokenizer when it has one.
+stage keeps, and counts with the answering model's own tokenizer when it has one. With ``evidence`` on
+(the default) it fits sentences, not whole chunks (``rag.retrieval.evidence``): each passage's sentences
+that hold the question's rare words, so more of the right text reaches the model within the same budget.
+A broad question (``rag.retrieval.broad``: "summarise…", "what problem does this paper address…") gets
+whole passages and ``broad_max_tokens`` instead, since its answer is spread over them.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from typing import Any, Callable, ClassVar
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
+from rag.retrieval.broad import is_broad
+from rag.retrieval.evidence import IdfLookup, fit_evidence
 from rag.retrieval.nodes import annotate_node, node_text
 from rag.retrieval.postprocessors.base import TracedPostprocessor
 from rag.retrieval.query import as_search_query, expanded, report
@@ -35,46 +41,65 @@ class ContextBudgetPostprocessor(TracedPostprocessor):
         max_tokens: The context budget. Defaults to 900.
         count_tokens: ``str -> int``. Defaults to ``rag.text.language.count_tokens`` (words, plus one per
             CJK character), the unit ``chunking.chunk_size`` uses; pass the answering model's own counter.
+        evidence: Fit the question's sentences of each passage rather than whole passages. Defaults to False.
+        broad_max_tokens: The budget for broad questions (whole passages). Defaults to ``max_tokens``.
+        idf: Term -> IDF (``KeywordIndex.idf``) for scoring sentences. Defaults to equal weights.
     """
 
     stage_name: ClassVar[str] = "final"
     top_k: int = Field(default=5, ge=1)
     max_tokens: int = Field(default=900, ge=1)
+    evidence: bool = Field(default=False)
+    broad_max_tokens: int = Field(default=0, ge=0)
     _count_tokens: TokenCounter = PrivateAttr()
+    _idf: IdfLookup | None = PrivateAttr(default=None)
 
-    def __init__(self, top_k: int = 5, max_tokens: int = 900, count_tokens: TokenCounter | None = None,
+    def __init__(self, top_k: int = 5, max_tokens: int = 900, count_tokens: TokenCounter | None = None, *,
+                 evidence: bool = False, broad_max_tokens: int = 0, idf: IdfLookup | None = None,
                  **kwargs: Any) -> None:
-        super().__init__(top_k=top_k, max_tokens=max_tokens, **kwargs)
+        super().__init__(top_k=top_k, max_tokens=max_tokens, evidence=evidence,
+                         broad_max_tokens=broad_max_tokens, **kwargs)
         self._count_tokens = count_tokens or count_tokens_default
+        self._idf = idf
 
     @classmethod
     def class_name(cls) -> str:
         return "ContextBudgetPostprocessor"
 
-    def budget(self, expansion: int = 0) -> int:
+    def budget(self, expansion: int = 0, *, broad: bool = False) -> int:
         """The budget in tokens for reflection's widening ``expansion`` (0 normally)."""
-        return int(self.max_tokens * (1 + 0.5 * expansion))
+        base = (self.broad_max_tokens or self.max_tokens) if broad else self.max_tokens
+        return int(base * (1 + 0.5 * expansion))
 
-    def fit(self, nodes: list[NodeWithScore], expansion: int = 0) -> list[NodeWithScore]:
+    def fit(self, nodes: list[NodeWithScore], expansion: int = 0, question: str = "") -> list[NodeWithScore]:
         """The passages the answer would be written from, without recording anything."""
         top = nodes[: expanded(self.top_k, expansion)]
-        kept = fit_to_budget(top, self.budget(expansion), self._count_tokens)
+        broad = is_broad(question)
+        if self.evidence and question and not broad:
+            return fit_evidence(top, question, self.budget(expansion), self._count_tokens, idf=self._idf)
+        kept = fit_to_budget(top, self.budget(expansion, broad=broad), self._count_tokens)
         if top and not kept:
-            truncated = truncate_node(top[0], self.budget(expansion), self._count_tokens)
+            truncated = truncate_node(top[0], self.budget(expansion, broad=broad), self._count_tokens)
             kept = [truncated] if truncated is not None else []
         return kept
 
     def _postprocess_nodes(self, nodes: list[NodeWithScore],
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
         expansion = as_search_query(query_bundle).expansion if query_bundle is not None else 0
-        budget, top = self.budget(expansion), nodes[: expanded(self.top_k, expansion)]
-        kept = self.fit(nodes, expansion)
+        question = query_bundle.query_str if query_bundle is not None else ""
+        broad = is_broad(question)
+        budget, top = self.budget(expansion, broad=broad), nodes[: expanded(self.top_k, expansion)]
+        kept = self.fit(nodes, expansion, question)
         if top and not kept:
             report(query_bundle, fallback=f"the first passage cannot be cut to fit {budget} tokens")
         elif kept and kept[0].node.metadata.get("truncated"):
             report(query_bundle, fallback=f"the first passage exceeds the {budget}-token budget; truncated it")
         if top:  # whether top_k or the context budget decided how many passages the LLM sees
             report(query_bundle, note=f"{len(kept)} of the top {len(top)} fit the {budget}-token context budget")
+        if broad:
+            report(query_bundle, note="broad question: whole passages within the broad-question budget")
+        elif self.evidence and kept:
+            report(query_bundle, note="fitted the question's sentences of each passage (evidence), not whole passages")
         return kept
 
 

@@ -93,7 +93,7 @@ class ReflectionPostprocessor(TracedPostprocessor):
                                                [], started, failed=True))
                     outputs.append([])
                     break
-            graded = self._context.fit(current, expansion)
+            graded = self._context.fit(current, expansion, query.query_str)
             grade = (grade_context(self._llm, query.query_str, [node_text(n, MetadataMode.LLM) for n in graded])
                      if graded else Grade(None, {}, "no passages were retrieved, so the context could not be graded"))
             rounds.append(self._record(number, search_text, expansion, grade, graded, started))

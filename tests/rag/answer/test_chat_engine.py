@@ -64,14 +64,15 @@ def test_streaming_query_engine_gives_sources_first_then_tokens_then_the_result(
 
 def test_chat_engine_condenses_follow_ups_with_its_history(setup) -> None:
     store, config, _ = setup
-    llm = ScriptedLLM(replies=[ANSWER, EN_Q, "It is 1200 milligrams [1]."])
+    llm = ScriptedLLM(replies=[ANSWER, "yes", EN_Q, "It is 1200 milligrams [1]."])
     chat = CitewiseChatEngine(_engine(store, llm, config))
     assert isinstance(chat, BaseChatEngine)
     first = chat.chat(EN_Q)
     assert first.response == ANSWER and first.source_nodes
     assert [m.role for m in chat.chat_history] == [MessageRole.USER, MessageRole.ASSISTANT]
     second = chat.chat("And for children?")
-    assert "And for children?" in llm.prompts[1] and ANSWER in llm.prompts[1]  # the condense prompt saw the history
+    condense = llm.prompts[2]  # after the first answer and its claim's verification
+    assert "And for children?" in condense and ANSWER in condense  # the condense prompt saw the history
     assert chat.last_result.standalone_question == EN_Q
     assert second.response == "It is 1200 milligrams [1]." and len(chat.chat_history) == 4
     chat.reset()

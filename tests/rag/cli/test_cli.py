@@ -61,7 +61,7 @@ def test_search_overrides_and_bad_input(tmp_path: Path, capsys) -> None:
     assert main(["--set", "retrieval.top_k=1", "search", "ibuprofen dose adults"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("[1] ") and "\nstages:\n" in printed
-    assert "  final " in printed and "1 of the top 1 fit the 500-token context budget" in printed
+    assert "  final " in printed and "1 of the top 1 fit the 180-token context budget" in printed
     assert main(["search", "   "]) == 2
     assert "empty" in capsys.readouterr().err
     assert main(["--set", "retrieval.top_k=0", "docs"]) == 2

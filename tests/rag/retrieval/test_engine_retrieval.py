@@ -168,7 +168,8 @@ def test_rerank_uses_the_injected_scorer(loaded: DocumentStore, config: RagConfi
 def test_context_budget_limits_the_final_nodes_and_says_so(loaded: DocumentStore, config: RagConfig) -> None:
     filler = " ".join(["Ibuprofen dosing for adults is discussed in this long passage."] * 5)  # ~50 words
     _load(loaded, {"long": [f"{filler} Part {i}." for i in range(3)]})
-    tight = config.with_overrides({"generation.max_context_tokens": "64", "retrieval.top_k": "3"})
+    tight = config.with_overrides({"generation.max_context_tokens": "64", "retrieval.top_k": "3",
+                                   "generation.evidence_fitting": "false"})
     result = make_engine(loaded, tight).search("ibuprofen dosing adults long passage")
     from rag.text.language import count_tokens
 

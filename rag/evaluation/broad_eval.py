@@ -1,0 +1,82 @@
+"""Broad questions over real PDFs ("What problem does this paper address, and how?", "Summarise ...",
+"How do A and B differ?"): answered, and answered-and-supported.
+
+The questions are ``rag/evaluation/broad_questions.json`` (written for Citewise, over
+``../shared/data/pdfs``). Each is asked with its PDF selected (the document filter), as a reader asks
+about "this paper". Supported (a gold check, not the verifier): not an abstention, at least one of the
+question's key terms in the answer, and at least one citation on one of its pages (abstract,
+introduction).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from rag.config import RagConfig
+from rag.evaluation.datasets import DEFAULT_DATA_ROOT
+
+logger = logging.getLogger(__name__)
+
+QUESTIONS_FILE = Path(__file__).resolve().parent / "broad_questions.json"
+
+
+def load_questions(path: Path = QUESTIONS_FILE) -> list[dict[str, Any]]:
+    return json.loads(path.read_text(encoding="utf-8"))["questions"]
+
+
+def supported(answer: str, pages: list[int], key_terms: list[str], gold_pages: list[int]) -> bool:
+    """At least one key term in the answer and at least one cited page among ``gold_pages``."""
+    text = answer.lower()
+    return any(term.lower() in text for term in key_terms) and any(p in gold_pages for p in pages)
+
+
+def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Path = DEFAULT_DATA_ROOT,
+                   router: Any = None, questions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Ingest the questions' PDFs into a fresh store and ask each question with its PDF selected.
+
+    Raises:
+        FileNotFoundError: A PDF the questions name is missing.
+    """
+    from dataclasses import replace
+
+    from rag.answer.engine import CitewiseQueryEngine
+    from rag.answer.llm_runner import LLMRunner
+    from rag.index.store import DocumentStore
+    from rag.ingest.ingestor import Ingestor
+    from rag.runtime import build_router
+
+    questions = questions if questions is not None else load_questions()
+    config = replace(config, storage=replace(config.storage, data_dir=str(workdir / "data"))).validate()
+    store = DocumentStore(config, router or build_router(config))
+    ingestor = Ingestor(store, config)
+    doc_ids: dict[str, str] = {}
+    for name in dict.fromkeys(q["file"] for q in questions):
+        path = data_root / "pdfs" / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found (../shared/data/pdfs)")
+        result = ingestor.ingest_path(path)
+        if not result.ok:
+            raise RuntimeError(f"ingesting {name} failed: {result.error}")
+        doc_ids[name] = result.doc_id
+    engine = CitewiseQueryEngine.from_config(config, store, LLMRunner(llm))
+    rows = []
+    for q in questions:
+        result = engine.answer(q["question"], doc_ids=[doc_ids[q["file"]]])
+        pages = [p for c in result.citations for p, rects in (c.pages or [(c.page, c.highlights)])]
+        rows.append({"file": q["file"], "question": q["question"], "answer": result.answer, "draft": result.draft,
+                     "abstained": result.abstained, "cited_pages": sorted(set(pages)),
+                     "sources_pages": [s.page_start for s in result.sources],
+                     "supported": not result.abstained and supported(result.answer, pages, q["key_terms"], q["pages"]),
+                     "verification": result.verification, "ttft_ms": result.timings.get("ttft_ms"),
+                     "total_ms": result.timings.get("total_ms"), "error": result.error})
+        logger.info("broad %d/%d abstained=%s supported=%s", len(rows), len(questions), result.abstained,
+                    rows[-1]["supported"])
+    store.close()
+    n = len(rows)
+    return {"dataset": "broad", "questions": n,
+            "answered": round(sum(not r["abstained"] for r in rows) / n, 4) if n else None,
+            "answered_and_supported": round(sum(r["supported"] for r in rows) / n, 4) if n else None,
+            "rows": rows}

@@ -1,0 +1,38 @@
+"""Broad questions: the written set is well formed, and a run scores answered-and-supported by gold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag.config import RagConfig
+from rag.evaluation.broad_eval import evaluate_broad, load_questions, supported
+from rag.retrieval.broad import is_broad
+from tests import fixtures
+from tests.app.conftest import RoutedLLM
+
+
+def test_every_written_question_is_broad_and_names_a_shared_pdf() -> None:
+    questions = load_questions()
+    assert len(questions) >= 10
+    for q in questions:
+        assert is_broad(q["question"]), q["question"]
+        assert q["file"].startswith(("en/", "zh/")) and q["key_terms"] and q["pages"]
+
+
+def test_supported_needs_a_key_term_and_a_cited_gold_page() -> None:
+    assert supported("It builds a corpus of papers [1].", [1], ["corpus"], [1, 2])
+    assert not supported("It builds a corpus of papers [1].", [7], ["corpus"], [1, 2])
+    assert not supported("It is about music [1].", [1], ["corpus"], [1, 2])
+
+
+def test_a_summary_question_gets_the_documents_opening_and_is_scored(config: RagConfig, fake_router,
+                                                                    tmp_path: Path) -> None:
+    (tmp_path / "pdfs" / "en").mkdir(parents=True)
+    fixtures.make_english_pdf(tmp_path / "pdfs" / "en")
+    llm = RoutedLLM(replies=["This report describes a small clinical study [1]."])
+    questions = [{"file": "en/report.pdf", "question": "What is this report about? Summarise it.",
+                  "key_terms": ["clinical study"], "pages": [1]}]
+    report = evaluate_broad(config, llm, tmp_path / "w", data_root=tmp_path, router=fake_router, questions=questions)
+    (row,) = report["rows"]
+    assert 1 in row["sources_pages"]  # the opening passage was added for the broad question
+    assert row["supported"] and report["answered_and_supported"] == 1.0
