@@ -225,5 +225,7 @@ class FusionRetriever(BaseRetriever):
 
 
 def _keyword_text(hit: NodeWithScore) -> str:
-    """What BM25 matched in a hit: its heading path and text (``rag.index.keywords.keyword_text``)."""
-    return " ".join(p for p in (str(hit.node.metadata.get("heading_path") or ""), hit.node.get_content()) if p)
+    """What BM25 matched in a hit: heading path, context and text (``rag.index.keywords.keyword_text``)."""
+    metadata = hit.node.metadata
+    return " ".join(p for p in (str(metadata.get("heading_path") or ""), str(metadata.get("context") or ""),
+                                hit.node.get_content()) if p)
