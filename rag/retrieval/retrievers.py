@@ -24,12 +24,14 @@ def chunk_node(chunk: Chunk, score: float) -> NodeWithScore:
 
 
 class VectorRetriever(BaseRetriever):
-    """Cosine search in every embedding space that holds vectors, merged by rank.
+    """Cosine search in every embedding space that holds vectors, merged into one list.
 
     Scores from different models are not comparable (e5 similarities sit around 0.8 even for
-    unrelated text), so the spaces are interleaved rank by rank; each node keeps its own cosine as
-    its score. A Chinese query skips spaces whose model cannot read Chinese. What was not searched and
-    why (vectors of a model no longer configured, a configured model that stands in for a missing one)
+    unrelated text): with one space searched each node keeps its cosine as its score; with several,
+    each space's cosines are min-max rescaled to [0, 1] within that space and the hits merged by that
+    (ties in rank-by-rank order), so one model's flat noise cannot outrank another's best matches.
+    A Chinese query skips spaces whose model cannot read Chinese. What was not searched and why
+    (vectors of a model no longer configured, a configured model that stands in for a missing one)
     goes into the running stage of the query's trace.
 
     Args:
@@ -64,15 +66,23 @@ class VectorRetriever(BaseRetriever):
             vectors = [self._router.query_vector(model_id, text) for text in query.embedding_strs]
             query_vector = np.mean(np.asarray(vectors, dtype=np.float32), axis=0)
             per_space.append(self._vectors.query(model_id, query_vector, top_k, doc_ids=query.doc_ids))
-        merged: list[NodeWithScore] = []
+        scores = [[hit.score for hit in hits] for hits in per_space]
+        if sum(1 for hits in per_space if hits) > 1:
+            # one list's best is not another's: e5 scores an English question ~0.8 against any Chinese
+            # chunk, MiniLM its own answer ~0.6, so raw cosines would put the other language's noise
+            # first; each space's cosines are rescaled to its own [0, 1] before they are compared
+            scores = [_rescaled(space) for space in scores]
+        merged: list[tuple[float, int, NodeWithScore]] = []
         seen: set[str] = set()
         for rank in range(max((len(hits) for hits in per_space), default=0)):
-            for hits in per_space:
+            for space, hits in enumerate(per_space):
                 if rank < len(hits) and hits[rank].chunk_id not in seen:
                     seen.add(hits[rank].chunk_id)
-                    merged.append(chunk_node(Chunk.from_metadata(hits[rank].text, hits[rank].metadata),
-                                             hits[rank].score))
-        return merged[:top_k]
+                    node = chunk_node(Chunk.from_metadata(hits[rank].text, hits[rank].metadata), scores[space][rank])
+                    merged.append((scores[space][rank], len(merged), node))
+        if len(scores) > 1:
+            merged.sort(key=lambda entry: (-entry[0], entry[1]))  # ties keep the rank-by-rank interleaving
+        return [node for _, _, node in merged[:top_k]]
 
     def _spaces(self, language: str) -> list[str]:
         stored = self._vectors.model_ids()
@@ -80,6 +90,14 @@ class VectorRetriever(BaseRetriever):
             chinese = model_id_of(self._router.for_language("zh"))
             return [m for m in stored if m == chinese]
         return stored
+
+
+def _rescaled(scores: list[float]) -> list[float]:
+    """Min-max to [0, 1] within one space (a one-hit or flat list is 1.0)."""
+    if not scores:
+        return scores
+    low, high = min(scores), max(scores)
+    return [1.0 if high - low < 1e-9 else (score - low) / (high - low) for score in scores]
 
 
 class KeywordRetriever(BaseRetriever):
