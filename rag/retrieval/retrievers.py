@@ -15,6 +15,7 @@ from rag.documents import Chunk
 from rag.index.keywords import KeywordIndex
 from rag.index.vectors import VectorHit, VectorStore
 from rag.models.embedding_router import EmbedderRouter, model_id_of
+from rag.retrieval.nodes import annotate_node
 from rag.retrieval.query import as_search_query, expanded, report
 from rag.text.language import detect_language
 
@@ -28,8 +29,10 @@ class VectorRetriever(BaseRetriever):
 
     Scores from different models are not comparable (e5 similarities sit around 0.8 even for
     unrelated text): with one space searched each node keeps its cosine as its score; with several,
-    each space's cosines are min-max rescaled to [0, 1] within that space and the hits merged by that
-    (ties in rank-by-rank order), so one model's flat noise cannot outrank another's best matches.
+    a hit is scored by how far its cosine stands above the mean of its own space's candidates, and
+    the hits are merged by that (ties in rank-by-rank order), so one model's uniformly high noise
+    cannot outrank a clear match in another space. The cosine itself is kept as
+    ``metadata["cosine"]``, which relevance (and its threshold) reads.
     A Chinese query skips spaces whose model cannot read Chinese. What was not searched and why
     (vectors of a model no longer configured, a configured model that stands in for a missing one)
     goes into the running stage of the query's trace.
@@ -70,15 +73,18 @@ class VectorRetriever(BaseRetriever):
         if sum(1 for hits in per_space if hits) > 1:
             # one list's best is not another's: e5 scores an English question ~0.8 against any Chinese
             # chunk, MiniLM its own answer ~0.6, so raw cosines would put the other language's noise
-            # first; each space's cosines are rescaled to its own [0, 1] before they are compared
-            scores = [_rescaled(space) for space in scores]
+            # first; a match shows as a cosine above its space's background, noise does not
+            scores = [_margins(space) for space in scores]
         merged: list[tuple[float, int, NodeWithScore]] = []
         seen: set[str] = set()
         for rank in range(max((len(hits) for hits in per_space), default=0)):
             for space, hits in enumerate(per_space):
                 if rank < len(hits) and hits[rank].chunk_id not in seen:
                     seen.add(hits[rank].chunk_id)
-                    node = chunk_node(Chunk.from_metadata(hits[rank].text, hits[rank].metadata), scores[space][rank])
+                    hit = hits[rank]
+                    node = chunk_node(Chunk.from_metadata(hit.text, hit.metadata), scores[space][rank])
+                    if scores[space][rank] != hit.score:  # the cosine stays what relevance thresholds read
+                        node = annotate_node(node, cosine=hit.score)
                     merged.append((scores[space][rank], len(merged), node))
         if len(scores) > 1:
             merged.sort(key=lambda entry: (-entry[0], entry[1]))  # ties keep the rank-by-rank interleaving
@@ -92,12 +98,12 @@ class VectorRetriever(BaseRetriever):
         return stored
 
 
-def _rescaled(scores: list[float]) -> list[float]:
-    """Min-max to [0, 1] within one space (a one-hit or flat list is 1.0)."""
+def _margins(scores: list[float]) -> list[float]:
+    """Each cosine minus the mean of its space's candidates (a flat list of noise is all ~0)."""
     if not scores:
         return scores
-    low, high = min(scores), max(scores)
-    return [1.0 if high - low < 1e-9 else (score - low) / (high - low) for score in scores]
+    background = sum(scores) / len(scores)
+    return [score - background for score in scores]
 
 
 class KeywordRetriever(BaseRetriever):
