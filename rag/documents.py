@@ -112,6 +112,7 @@ class Chunk:
     parent_id: str = ""
     parent_text: str = ""  # parent_child strategy: the wider passage given to the LLM
     kind: str = "text"  # "table": a Markdown table block (caption, header row, body rows)
+    context: str = ""  # searched, never shown: a table's document title (its cells do not name the company)
 
     def metadata(self) -> dict[str, Any]:
         """Flat metadata as Chroma stores it (str, int, float, bool only)."""

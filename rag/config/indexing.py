@@ -112,10 +112,11 @@ class IngestConfig(Section):
     ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution scanned pages are rendered at for OCR.")
     tables: bool = Field(True, description="Tables found on PDF pages become Markdown chunks of their own (caption, "
                                            "header row, one line per row); off: they stay running text.")
-    table_chunk_tokens: int = Field(0, ge=0, le=4000,
+    table_chunk_tokens: int = Field(100, ge=0, le=4000,
                                     description="A table longer than this many tokens is split into parts that each "
-                                                "repeat its caption and header row; 0: chunking.chunk_size (never "
-                                                "more than it).")
+                                                "repeat its caption and header row (smaller parts keep a row's label "
+                                                "near its header for search); 0: chunking.chunk_size (never more "
+                                                "than it).")
 
     @model_validator(mode="after")
     def _cross_field(self) -> IngestConfig:

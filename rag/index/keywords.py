@@ -308,5 +308,5 @@ class KeywordIndex:
 
 
 def keyword_text(chunk: Chunk) -> str:
-    """What BM25 indexes: the heading path (section titles carry key terms) and the chunk text."""
-    return " ".join(part for part in (chunk.heading_path, chunk.text) if part)
+    """What BM25 indexes: the heading path (section titles carry key terms), a table's context and the text."""
+    return " ".join(part for part in (chunk.heading_path, chunk.context, chunk.text) if part)

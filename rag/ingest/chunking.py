@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -204,6 +205,12 @@ def _finish(doc: ParsedDocument, doc_id: str, drafts: list[_Draft]) -> list[Chun
             text=chunk_text, index=len(chunks), page_start=first_page, page_end=last_page,
             char_start=start, char_end=end, language=detect_language(chunk_text),
             heading_path=draft.heading_path, parent_id=draft.parent_id, parent_text=draft.parent_text,
-            kind=draft.kind,
+            kind=draft.kind, context=_context(doc) if draft.kind == "table" else "",
         ))
     return chunks
+
+
+def _context(doc: ParsedDocument) -> str:
+    """A table chunk's search context: the document's title, else its file name's words."""
+    title = " ".join((doc.title or "").split())
+    return title or " ".join(re.split(r"[\W_]+", doc.file_name.rsplit(".", 1)[0])).strip()

@@ -11,6 +11,7 @@ from rag.documents import Chunk
 from rag.index.embed_cache import EmbeddingCache
 from rag.index.store import DocumentStore
 from rag.models.embedding_router import model_id_of
+from rag.text.table_text import table_outline
 
 Progress = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message)
 _EMBED_PROGRESS_BATCH = 64
@@ -39,10 +40,21 @@ def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress 
         model_id = model_id_of(embedder)
         vectors = []
         for start in range(0, len(group), _EMBED_PROGRESS_BATCH):
-            batch = [c.text for c in group[start:start + _EMBED_PROGRESS_BATCH]]
+            batch = [embedding_text(c) for c in group[start:start + _EMBED_PROGRESS_BATCH]]
             vectors.append(cache.embed(model_id, batch, embedder.get_text_embedding_batch))
             done += len(batch)
             if report:
                 report("embed", done / total, f"Embedded {done}/{total} chunks ({model_id})")
         by_model[model_id] = (group, np.concatenate(vectors))
     return by_model
+
+
+def embedding_text(chunk: Chunk) -> str:
+    """What the embedder reads for ``chunk``: its text, or for a table the outline of its words.
+
+    A table's figures crowd its row labels out of the embedder's window (``rag.text.table_text``).
+    """
+    if chunk.kind != "table":
+        return chunk.text
+    context = "\n".join(part for part in (chunk.context, chunk.heading_path) if part)
+    return table_outline(chunk.text, context=context)

@@ -22,7 +22,7 @@ class ParseOptions:
         tessdata: Tesseract's language-data folder; empty finds it (``rag.ingest.ocr.find_tessdata``).
         tables: Turn tables found by PyMuPDF into Markdown blocks. Defaults to True.
         table_max_tokens: A table longer than this is split into parts that repeat its caption and
-            header row (the chunk size, so each part is one chunk). Defaults to 220.
+            header row (at most the chunk size, so each part is one chunk). Defaults to 100.
         max_pages: Refuse documents with more pages. Defaults to 2000.
         max_unpacked_mb: Refuse DOCX archives that decompress to more. Defaults to 200.
         max_text_chars: Refuse documents whose extracted text is longer. Defaults to 20 million.
@@ -34,7 +34,7 @@ class ParseOptions:
     ocr_dpi: int = 300
     tessdata: str = ""
     tables: bool = True
-    table_max_tokens: int = 220
+    table_max_tokens: int = 100
     max_pages: int = 2000
     max_unpacked_mb: float = 200.0
     max_text_chars: int = 20_000_000

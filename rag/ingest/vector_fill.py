@@ -31,6 +31,7 @@ from rag.index.searchable import (
     stop_embedding,
 )
 from rag.index.store import DocumentStore
+from rag.ingest.embedding import embedding_text
 from rag.ingest.progress import IngestProgress
 from rag.models.priority import PROCESS_PRIORITY, Priority
 
@@ -96,7 +97,8 @@ def fill_vectors(store: DocumentStore, doc_id: str, *, batch_size: int = BATCH, 
                     return result
                 result.waited_s += priority.wait_for_turn(stop=stop)
                 batch = chunks[start:start + batch_size]
-                vectors.extend(store.cache.embed(model_id, [c.text for c in batch], embedder.get_text_embedding_batch))
+                vectors.extend(store.cache.embed(model_id, [embedding_text(c) for c in batch],
+                                                 embedder.get_text_embedding_batch))
                 done.extend(batch)
                 result.computed += len(batch)
                 if len(done) < store_every and start + batch_size < len(chunks):

@@ -43,6 +43,7 @@ def main(argv: list[str], config: RagConfig) -> int:
     parser.add_argument("--split", choices=["tune", "test", "all"], default="all")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list the questions missed at 3")
+    parser.add_argument("--after-only", action="store_true", help="skip the tables-as-plain-text run (tuning)")
     args = parser.parse_args(argv)
     questions = [q for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
                  if args.split == "all" or q["split"] == args.split]
@@ -52,7 +53,8 @@ def main(argv: list[str], config: RagConfig) -> int:
         print(f"the shared PDFs are not under {args.data_root / 'pdfs'}")
         return 1
     runs = {label: run(paths, questions, config.with_overrides({"ingest.tables": tables}))
-            for label, tables in (("before (tables as plain text)", False), ("after (tables as Markdown chunks)", True))}
+            for label, tables in (("before (tables as plain text)", False), ("after (tables as Markdown chunks)", True))
+            if tables or not args.after_only}
     load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
     if args.json:
         print(json.dumps({"split": args.split, "runs": runs, "loadavg": load}, ensure_ascii=False, indent=2))

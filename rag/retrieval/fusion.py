@@ -215,7 +215,9 @@ class FusionRetriever(BaseRetriever):
         relevance: dict[str, float] = {}
         ranks: dict[str, dict[str, int]] = {}
         for name, hits in results.items():
-            normalized = normalize_scores([h.score for h in hits], self.relevance_normalization[name])
+            # a vector hit merged from several spaces is scored on its space's scale; relevance is its cosine
+            similarities = [h.node.metadata.get("cosine", h.score) for h in hits]
+            normalized = normalize_scores(similarities, self.relevance_normalization[name])
             for rank, (hit, value) in enumerate(zip(hits, normalized), start=1):
                 node_id = hit.node.node_id
                 relevance[node_id] = max(relevance.get(node_id, 0.0), min(max(value, 0.0), 1.0))
@@ -225,5 +227,7 @@ class FusionRetriever(BaseRetriever):
 
 
 def _keyword_text(hit: NodeWithScore) -> str:
-    """What BM25 matched in a hit: its heading path and text (``rag.index.keywords.keyword_text``)."""
-    return " ".join(p for p in (str(hit.node.metadata.get("heading_path") or ""), hit.node.get_content()) if p)
+    """What BM25 matched in a hit: heading path, context and text (``rag.index.keywords.keyword_text``)."""
+    metadata = hit.node.metadata
+    return " ".join(p for p in (str(metadata.get("heading_path") or ""), str(metadata.get("context") or ""),
+                                hit.node.get_content()) if p)

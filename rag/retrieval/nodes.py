@@ -13,7 +13,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 
 # Metadata keys the retrieval stages write at query time. They are hidden from the embedder and the LLM.
 RUNTIME_METADATA_KEYS = ("relevance", "retrieval_ranks", "retrieval_score", "rerank_score", "mmr_score",
-                         "truncated")
+                         "truncated", "cosine")
 
 
 def annotate_node(item: NodeWithScore, *, score: float | None | Any = ..., **metadata: Any) -> NodeWithScore:

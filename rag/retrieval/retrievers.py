@@ -17,6 +17,7 @@ from rag.documents import Chunk
 from rag.index.keywords import KeywordIndex
 from rag.index.vectors import VectorHit, VectorStore
 from rag.models.embedding_router import EmbedderRouter, model_id_of
+from rag.retrieval.nodes import annotate_node
 from rag.retrieval.query import as_search_query, expanded, report
 from rag.text.language import detect_language
 
@@ -26,12 +27,16 @@ def chunk_node(chunk: Chunk, score: float) -> NodeWithScore:
 
 
 class VectorRetriever(BaseRetriever):
-    """Cosine search in every embedding space that holds vectors, merged by rank.
+    """Cosine search in every embedding space that holds vectors, merged into one list.
 
     Scores from different models are not comparable (e5 similarities sit around 0.8 even for
-    unrelated text), so the spaces are interleaved rank by rank; each node keeps its own cosine as
-    its score. A Chinese query skips spaces whose model cannot read Chinese. What was not searched and
-    why (vectors of a model no longer configured, a configured model that stands in for a missing one)
+    unrelated text): with one space searched each node keeps its cosine as its score; with several,
+    a hit is scored by how far its cosine stands above the mean of its own space's candidates, and
+    the hits are merged by that (ties in rank-by-rank order), so one model's uniformly high noise
+    cannot outrank a clear match in another space. The cosine itself is kept as
+    ``metadata["cosine"]``, which relevance (and its threshold) reads.
+    A Chinese query skips spaces whose model cannot read Chinese. What was not searched and why
+    (vectors of a model no longer configured, a configured model that stands in for a missing one)
     goes into the running stage of the query's trace, and so do the documents in the query's scope that
     are keyword-searchable while their vectors are still being stored (``details["keyword_only"]``):
     vector search simply sees fewer of their chunks.
@@ -72,15 +77,26 @@ class VectorRetriever(BaseRetriever):
             vectors = [self._router.query_vector(model_id, text) for text in query.embedding_strs]
             query_vector = np.mean(np.asarray(vectors, dtype=np.float32), axis=0)
             per_space.append(self._vectors.query(model_id, query_vector, top_k, doc_ids=query.doc_ids))
-        merged: list[NodeWithScore] = []
+        scores = [[hit.score for hit in hits] for hits in per_space]
+        if sum(1 for hits in per_space if hits) > 1:
+            # one list's best is not another's: e5 scores an English question ~0.8 against any Chinese
+            # chunk, MiniLM its own answer ~0.6, so raw cosines would put the other language's noise
+            # first; a match shows as a cosine above its space's background, noise does not
+            scores = [_margins(space) for space in scores]
+        merged: list[tuple[float, int, NodeWithScore]] = []
         seen: set[str] = set()
         for rank in range(max((len(hits) for hits in per_space), default=0)):
-            for hits in per_space:
+            for space, hits in enumerate(per_space):
                 if rank < len(hits) and hits[rank].chunk_id not in seen:
                     seen.add(hits[rank].chunk_id)
-                    merged.append(chunk_node(Chunk.from_metadata(hits[rank].text, hits[rank].metadata),
-                                             hits[rank].score))
-        return merged[:top_k]
+                    hit = hits[rank]
+                    node = chunk_node(Chunk.from_metadata(hit.text, hit.metadata), scores[space][rank])
+                    if scores[space][rank] != hit.score:  # the cosine stays what relevance thresholds read
+                        node = annotate_node(node, cosine=hit.score)
+                    merged.append((scores[space][rank], len(merged), node))
+        if len(scores) > 1:
+            merged.sort(key=lambda entry: (-entry[0], entry[1]))  # ties keep the rank-by-rank interleaving
+        return [node for _, _, node in merged[:top_k]]
 
     def _note_keyword_only(self, query: Any) -> None:
         if self._keyword_only is None:
@@ -100,6 +116,14 @@ class VectorRetriever(BaseRetriever):
             chinese = model_id_of(self._router.for_language("zh"))
             return [m for m in stored if m == chinese]
         return stored
+
+
+def _margins(scores: list[float]) -> list[float]:
+    """Each cosine minus the mean of its space's candidates (a flat list of noise is all ~0)."""
+    if not scores:
+        return scores
+    background = sum(scores) / len(scores)
+    return [score - background for score in scores]
 
 
 class KeywordRetriever(BaseRetriever):

@@ -101,7 +101,8 @@ def test_table_chunk_tokens_sizes_table_parts_and_never_exceeds_the_chunk_size()
     def table_max(**overrides: str) -> int:
         return ParseOptions.from_config(RagConfig().with_overrides(overrides)).table_max_tokens
 
-    assert table_max(**{"chunking.chunk_size": "200"}) == 200  # 0: the chunk size
+    assert table_max(**{"chunking.chunk_size": "200"}) == 100  # the default, chosen on the table tune questions
+    assert table_max(**{"chunking.chunk_size": "200", "ingest.table_chunk_tokens": "0"}) == 200  # 0: the chunk size
     assert table_max(**{"chunking.chunk_size": "200", "ingest.table_chunk_tokens": "64"}) == 64
     assert table_max(**{"chunking.chunk_size": "100", "ingest.table_chunk_tokens": "400"}) == 100
     with pytest.raises(ConfigError, match="ingest.table_chunk_tokens"):

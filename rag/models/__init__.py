@@ -1,0 +1,1 @@
+"""Models, loaded only from local files: embedders, the embedded GGUF LLM, OpenAI-compatible servers."""

@@ -1,0 +1,78 @@
+"""Merging the hits of several embedding spaces: each space's scores on its own scale."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag.documents import Chunk
+from rag.index.vectors import VectorHit
+from rag.retrieval.query import SearchQuery
+from rag.retrieval.retrievers import VectorRetriever
+
+
+class _Embedder:
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+
+
+class _Router:
+    def __init__(self, *model_ids: str) -> None:
+        self._embedders = {model_id: _Embedder(model_id) for model_id in model_ids}
+
+    def for_model_id(self, model_id: str) -> _Embedder | None:
+        return self._embedders.get(model_id)
+
+    def for_language(self, language: str) -> _Embedder:
+        return self._embedders["e5"]
+
+    def query_vector(self, model_id: str, text: str) -> list[float]:
+        return [1.0, 0.0]
+
+
+class _Vectors:
+    """Fixed hits per space, best first, as Chroma returns them."""
+
+    def __init__(self, spaces: dict[str, list[tuple[str, float]]]) -> None:
+        self._spaces = spaces
+
+    def model_ids(self) -> list[str]:
+        return list(self._spaces)
+
+    def query(self, model_id: str, embedding: Any, k: int, *, doc_ids: Any = None) -> list[VectorHit]:
+        return [VectorHit(chunk_id, score, chunk_id, _metadata(chunk_id)) for chunk_id, score in self._spaces[model_id][:k]]
+
+
+def _metadata(chunk_id: str) -> dict[str, Any]:
+    chunk = Chunk(chunk_id=chunk_id, doc_id="d", file_name="f.pdf", text="", index=0, page_start=1, page_end=1,
+                  char_start=0, char_end=0)
+    return chunk.metadata()
+
+
+def _search(spaces: dict[str, list[tuple[str, float]]], question: str = "what was the revenue?") -> list[tuple[str, float]]:
+    retriever = VectorRetriever(_Vectors(spaces), _Router(*spaces), top_k=10)
+    return [(n.node.node_id, round(n.score, 3)) for n in retriever.retrieve(SearchQuery(query_str=question))]
+
+
+def test_one_space_keeps_its_cosines_and_order() -> None:
+    assert _search({"minilm": [("a", 0.61), ("b", 0.55), ("c", 0.20)]}) == [("a", 0.61), ("b", 0.55), ("c", 0.2)]
+
+
+def test_a_flat_space_of_high_cosines_does_not_outrank_a_clear_match_in_another() -> None:
+    # e5 gives an English question ~0.8 against any Chinese chunk; MiniLM's own answer stands out at 0.68
+    spaces = {"e5": [("zh1", 0.795), ("zh2", 0.794), ("zh3", 0.790)],
+              "minilm": [("en1", 0.68), ("en2", 0.50), ("en3", 0.40)]}
+    ranked = [chunk_id for chunk_id, _ in _search(spaces)]
+    assert ranked[0] == "en1"  # raw cosines put all three Chinese chunks first
+    assert ranked.index("en1") < ranked.index("zh1") and ranked.index("en3") == len(ranked) - 1
+
+
+def test_a_space_without_hits_leaves_the_other_on_its_cosines() -> None:
+    assert _search({"e5": [], "minilm": [("en1", 0.68), ("en2", 0.4)]}) == [("en1", 0.68), ("en2", 0.4)]
+
+
+def test_rescaled_hits_keep_their_cosine_for_relevance() -> None:
+    spaces = {"e5": [("zh1", 0.795), ("zh2", 0.70)], "minilm": [("en1", 0.68), ("en2", 0.40)]}
+    retriever = VectorRetriever(_Vectors(spaces), _Router(*spaces), top_k=10)
+    nodes = {n.node.node_id: n for n in retriever.retrieve(SearchQuery(query_str="what was the revenue?"))}
+    assert round(nodes["en1"].score, 3) == 0.14 and nodes["en1"].node.metadata["cosine"] == 0.68
+    assert "cosine" in nodes["en1"].node.excluded_llm_metadata_keys  # never shown to the model
