@@ -46,8 +46,12 @@ ANSWER_SYSTEM_PROMPT = (
     "2. Use only facts stated in the sources. Do not use outside knowledge and do not guess.\n"
     "3. End every sentence that states a fact with the number of the source it comes from, "
     "like [1] or [2].\n"
-    f"4. If the sources do not contain the answer, reply only: \"{ABSTAIN_EN}\" "
-    f"(in Chinese: \"{ABSTAIN_ZH}\").\n"
+    # Extract first, and no answerability judgement here: the 1.5B model over-applied a "reply not found
+    # when the sources lack the answer" rule to English questions whose evidence held the answer
+    # (docs/answering.md). Whether to answer is the gate's and the claim verifier's decision.
+    "4. Give the answer the sources state: start with the shortest phrase from a source that answers the "
+    "question, in the source's own words, with its number (for example: \"in 1998 [2].\"), then at most one "
+    "short sentence that explains it, also with its number.\n"
     "5. Answer briefly, in the language of the question.\n"
     "6. Write plain text only, no HTML."
 )
@@ -92,9 +96,11 @@ INJECTION_PATTERNS = (
 )
 INJECTION_QUOTE = '"{text}"'  # plain quotation marks worked best with the 0.5B model (see the integration test)
 
+# Chinese keeps the model's own "not found": on CJRC every false abstention was the gate's, none the model's,
+# and the Chinese gate and verifier were tuned with the model abstaining (docs/answering.md).
 LANGUAGE_LINE = {
     "en": "Answer in English, citing sources like [1].",
-    "zh": "请用中文回答，并像[1]这样标注来源。",
+    "zh": f"请用中文回答，并像[1]这样标注来源。如果来源中没有答案，只回复：“{ABSTAIN_ZH}”",
 }
 
 # No file/page header: small models parroted it as the answer, and it costs tokens. [n] maps to the

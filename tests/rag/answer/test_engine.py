@@ -142,6 +142,19 @@ def test_answer_language_follows_the_question(store, docs, small_chunks) -> None
     assert LANGUAGE_LINE["en"] in llm2.prompts[0]
 
 
+def test_english_prompt_leaves_abstention_to_the_gate_and_chinese_keeps_the_models_own(store, docs, small_chunks) -> None:
+    llm = ScriptedLLM()
+    _engine(store, llm, small_chunks).answer(EN_Q)
+    english = llm.prompts[0].lower()
+    # the 1.5B model over-applied a "reply not found" rule to answerable English questions (docs/answering.md)
+    assert ABSTAIN_EN.lower() not in english and "not found" not in english and "do not contain" not in english
+    assert "shortest phrase" in ANSWER_SYSTEM_PROMPT and ABSTAIN_ZH not in ANSWER_SYSTEM_PROMPT
+    llm_zh = ScriptedLLM(replies=[ABSTAIN_ZH])
+    result = _engine(store, llm_zh, small_chunks).answer(ZH_Q)
+    assert ABSTAIN_ZH in llm_zh.prompts[0].rsplit("<<<END SOURCE", 1)[1]  # the instruction, outside the data fences
+    assert result.abstained and result.answer == ABSTAIN_ZH
+
+
 def test_follow_up_is_condensed_before_retrieval(store, docs, small_chunks) -> None:
     llm = ScriptedLLM(replies=["What is the maximum daily dose of ibuprofen for adults?", "1200 milligrams [1]."])
     history = [ChatTurn("user", "Tell me about the ibuprofen study."),
