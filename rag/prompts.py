@@ -1,7 +1,7 @@
 """Every prompt the answering side sends, as UPPER_CASE constants.
 
-The answer prompt is split so that llama.cpp can reuse its KV cache: ``ANSWER_SYSTEM_PROMPT`` is the
-same text on every request (rules first, nothing request-specific), and everything that changes
+The answer prompt is split so that llama.cpp can reuse its KV cache: ``answer_system_prompt(language)`` is
+the same text on every request in a language (rules first, nothing request-specific), and everything that changes
 (sources, question, language line) goes into the user message after it. Sources are always fenced
 between ``SOURCE_OPEN``/``SOURCE_CLOSE`` markers and the rules say that fenced text is data, never
 instructions: a document that says "ignore previous instructions" is quoted, not obeyed.
@@ -36,7 +36,7 @@ ABSTAIN_MARKERS = (
 SOURCE_OPEN = "<<<SOURCE {n}>>>"
 SOURCE_CLOSE = "<<<END SOURCE {n}>>>"
 
-ANSWER_SYSTEM_PROMPT = (
+_RULES_HEAD = (
     "You are Citewise, an assistant that answers questions using only the numbered sources in the "
     "user's message.\n"
     "Rules:\n"
@@ -46,15 +46,42 @@ ANSWER_SYSTEM_PROMPT = (
     "2. Use only facts stated in the sources. Do not use outside knowledge and do not guess.\n"
     "3. End every sentence that states a fact with the number of the source it comes from, "
     "like [1] or [2].\n"
-    # Extract first, and no answerability judgement here: the 1.5B model over-applied a "reply not found
-    # when the sources lack the answer" rule to English questions whose evidence held the answer
-    # (docs/answering.md). Whether to answer is the gate's and the claim verifier's decision.
-    "4. Give the answer the sources state: start with the shortest phrase from a source that answers the "
-    "question, in the source's own words, with its number (for example: \"in 1998 [2].\"), then at most one "
-    "short sentence that explains it, also with its number.\n"
+)
+_RULES_TAIL = (
     "5. Answer briefly, in the language of the question.\n"
     "6. Write plain text only, no HTML."
 )
+
+# English: extract first, and no answerability judgement. With a "reply not found when the sources lack
+# the answer" rule the 1.5B model refused English questions whose evidence held the answer
+# (docs/answering.md, "Results"); whether to answer is the gate's and the claim verifier's decision.
+ANSWER_SYSTEM_PROMPT = (
+    _RULES_HEAD
+    + "4. Give the answer the sources state: start with the shortest phrase from a source that answers the "
+    "question, in the source's own words, with its number (for example: \"in 1998 [2].\"), then at most one "
+    "short sentence that explains it, also with its number.\n"
+    + _RULES_TAIL
+)
+
+# Chinese keeps the model's own "not found" (the rules as before): on CJRC every false abstention was the
+# gate's, none the model's, and the Chinese gate and verifier were tuned with this prompt. Both prompts share
+# rules 1-3, so llama.cpp's prefix cache still reuses them when the question's language changes.
+ANSWER_SYSTEM_PROMPT_ZH = (
+    _RULES_HEAD
+    + f"4. If the sources do not contain the answer, reply only: \"{ABSTAIN_EN}\" "
+    f"(in Chinese: \"{ABSTAIN_ZH}\").\n"
+    + _RULES_TAIL
+)
+
+
+def answer_system_prompt(language: str) -> str:
+    """The fixed answer rules for a question in ``language``.
+
+    Args:
+        language: "zh" for Chinese; anything else gets the English rules.
+    """
+    return ANSWER_SYSTEM_PROMPT_ZH if language == "zh" else ANSWER_SYSTEM_PROMPT
+
 
 # Appended to the answer prompt's user message for the answerability gate (rag.answer.gate): the
 # prompt up to here is identical to the answer prompt, so llama.cpp reuses its KV cache for the answer.
@@ -96,11 +123,9 @@ INJECTION_PATTERNS = (
 )
 INJECTION_QUOTE = '"{text}"'  # plain quotation marks worked best with the 0.5B model (see the integration test)
 
-# Chinese keeps the model's own "not found": on CJRC every false abstention was the gate's, none the model's,
-# and the Chinese gate and verifier were tuned with the model abstaining (docs/answering.md).
 LANGUAGE_LINE = {
     "en": "Answer in English, citing sources like [1].",
-    "zh": f"请用中文回答，并像[1]这样标注来源。如果来源中没有答案，只回复：“{ABSTAIN_ZH}”",
+    "zh": "请用中文回答，并像[1]这样标注来源。",
 }
 
 # No file/page header: small models parroted it as the answer, and it costs tokens. [n] maps to the

@@ -28,8 +28,9 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from rag.answer.citations import CitedSentence, answer_pieces, best_quote, infer_source, strip_markers
 from rag.answer.gate import yes_probability
 from rag.answer.types import Source
-from rag.prompts import ANSWER_SYSTEM_PROMPT, VERIFY_PROMPT, as_quoted_data, format_sources
+from rag.prompts import VERIFY_PROMPT, answer_system_prompt, as_quoted_data, format_sources
 from rag.retrieval.evidence import question_terms
+from rag.text.language import detect_language
 from rag.text.overlap import content_tokens
 from rag.text.tokenizer import tokenize
 
@@ -194,7 +195,7 @@ def verify_messages(question: str, claim: str, quote: str, n: int) -> list[ChatM
     """The targeted yes/no prompt: the fixed system rules (cached), then the quote, question and claim."""
     user = VERIFY_PROMPT.format(source=format_sources([(n, quote)]), question=" ".join(question.split()),
                                 claim=as_quoted_data(" ".join(claim.split())))
-    return [ChatMessage(role=MessageRole.SYSTEM, content=ANSWER_SYSTEM_PROMPT),
+    return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(detect_language(question))),
             ChatMessage(role=MessageRole.USER, content=user)]
 
 
