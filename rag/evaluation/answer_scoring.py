@@ -62,7 +62,8 @@ def ask(engine: Any, item: QAItem, unanswerable: bool, gold_locations: dict[str,
     if not unanswerable:
         # separates "the evidence lacked the answer" (retrieval, fitting) from a refusal by the model or verifier
         row["gold_in_evidence"] = any(contains_answer(s.text, item.answers, chinese) for s in result.sources)
-        row["gold_in_draft"] = contains_answer(strip_markers(result.draft or ""), item.answers, chinese)
+        # ``draft`` is set only when verification changed the answer; otherwise the answer is the draft
+        row["gold_in_draft"] = contains_answer(strip_markers(result.draft or result.answer), item.answers, chinese)
     if result.abstained:
         return row
     if unanswerable:
