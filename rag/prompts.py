@@ -57,8 +57,9 @@ _RULES_TAIL = (
 # (docs/answering.md, "Results"); whether to answer is the gate's and the claim verifier's decision.
 ANSWER_SYSTEM_PROMPT = (
     _RULES_HEAD
+    # no worked example: the 1.5B model copied an example's year into its answers
     + "4. Give the answer the sources state: start with the shortest phrase from a source that answers the "
-    "question, in the source's own words, with its number (for example: \"in 1998 [2].\"), then at most one "
+    "question, copied in the source's own words and followed by that source's number, then at most one "
     "short sentence that explains it, also with its number.\n"
     + _RULES_TAIL
 )

@@ -36,6 +36,16 @@ def test_a_number_the_cited_source_never_states_fails_even_when_the_words_match(
     assert content_check("他出生于1812年。", "他哪年出生？", "肖邦出生于1810年。") == ["1812"]
 
 
+def test_names_and_numbers_repeated_from_the_question_and_source_references_are_not_the_claims_content() -> None:
+    question = "What kind of device can access the Twilight Princess manga in 2016?"
+    source = "Since 2016 the manga can be read on mobile devices."
+    assert content_check("Mobile devices can access the Twilight Princess manga in 2016.", question, source) == []
+    assert content_check("It is read on mobile devices, as stated in <<<SOURCE 1>>> (Source 1).", question, source) == []
+    # the answer's own specifics are still checked
+    assert content_check("The Wii Remote can access the Twilight Princess manga.", question, source)[:2] == ["Wii", "Remote"]
+    assert content_check("Mobile devices could read it in 1998.", question, source) == ["1998"]
+
+
 def test_fabricated_year_with_a_citation_is_refused_and_the_reason_names_the_source() -> None:
     question = "In what year was Chopin's father born?"
     sentences = cited_sentences("Chopin's father was born in 1771 [1].", 1)
