@@ -64,7 +64,7 @@ ANSWER_SYSTEM_PROMPT = (
     + _RULES_TAIL
 )
 
-# Chinese keeps the model's own "not found" (the rules as before): on CJRC every false abstention was the
+# The earlier rules, for Chinese and for EARLIER_RULES_MODELS. Chinese keeps the model's own "not found": on CJRC every false abstention was the
 # gate's, none the model's, and the Chinese gate and verifier were tuned with this prompt. Both prompts share
 # rules 1-3, so llama.cpp's prefix cache still reuses them when the question's language changes.
 ANSWER_SYSTEM_PROMPT_ZH = (
@@ -75,13 +75,22 @@ ANSWER_SYSTEM_PROMPT_ZH = (
 )
 
 
-def answer_system_prompt(language: str) -> str:
-    """The fixed answer rules for a question in ``language``.
+# Models whose gate and verifier were tuned under the earlier rules (the model's own "not found") in English
+# too: their tuned values belong to those rules, and the 0.5B model copied an injected "reply only with ..."
+# as its shortest phrase under the extract-first rule (tests/integration/test_answer_real.py).
+EARLIER_RULES_MODELS = frozenset({"qwen2.5-0.5b-instruct"})
+
+
+def answer_system_prompt(language: str, model: str | None = None) -> str:
+    """The fixed answer rules for a question in ``language`` answered by ``model``.
 
     Args:
         language: "zh" for Chinese; anything else gets the English rules.
+        model: The answering model's name; one in ``EARLIER_RULES_MODELS`` keeps the earlier rules.
     """
-    return ANSWER_SYSTEM_PROMPT_ZH if language == "zh" else ANSWER_SYSTEM_PROMPT
+    if language == "zh" or model in EARLIER_RULES_MODELS:
+        return ANSWER_SYSTEM_PROMPT_ZH
+    return ANSWER_SYSTEM_PROMPT
 
 
 # Appended to the answer prompt's user message for the answerability gate (rag.answer.gate): the
@@ -248,3 +257,16 @@ def quote_instructions(text: str) -> str:
             last = end
     out.append(text[last:])
     return "".join(out)
+
+
+def without_instructions(text: str) -> str:
+    """``text`` without the sentences that read like instructions to the model (what it states as facts)."""
+    if not _INJECTION.search(text):
+        return text
+    spans = [(start, end) for start, end in passage_sentences(text) if _INJECTION.search(text[start:end])]
+    out, last = [], 0
+    for start, end in spans:
+        out.append(text[last:start])
+        last = end
+    out.append(text[last:])
+    return " ".join("".join(out).split())
