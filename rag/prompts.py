@@ -258,15 +258,3 @@ def quote_instructions(text: str) -> str:
     out.append(text[last:])
     return "".join(out)
 
-
-def without_instructions(text: str) -> str:
-    """``text`` without the sentences that read like instructions to the model (what it states as facts)."""
-    if not _INJECTION.search(text):
-        return text
-    spans = [(start, end) for start, end in passage_sentences(text) if _INJECTION.search(text[start:end])]
-    out, last = [], 0
-    for start, end in spans:
-        out.append(text[last:start])
-        last = end
-    out.append(text[last:])
-    return " ".join("".join(out).split())

@@ -28,7 +28,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from rag.answer.citations import CitedSentence, answer_pieces, best_quote, infer_source, strip_markers
 from rag.answer.gate import yes_probability
 from rag.answer.types import Source
-from rag.prompts import VERIFY_PROMPT, answer_system_prompt, as_quoted_data, format_sources, without_instructions
+from rag.prompts import VERIFY_PROMPT, answer_system_prompt, as_quoted_data, format_sources
 from rag.retrieval.evidence import question_terms
 from rag.text.language import detect_language
 from rag.text.overlap import content_tokens
@@ -106,7 +106,7 @@ def content_check(claim: str, question: str, source_text: str, *, min_share: flo
         elif not (content_tokens(item) <= source_tokens or item.lower() in source_text.lower()):
             missing.append(item)
     added = content_tokens(claim) - content_tokens(question)
-    if added:  # a one-word answer too: "PWNED." from an instruction sentence is content
+    if len(added) >= 2:
         absent = added - source_tokens
         if (len(added) - len(absent)) / len(added) < min_share:
             missing.extend(sorted(t for t in absent if t not in missing)[:5])
@@ -167,9 +167,7 @@ def _check_one(question: str, claim: str, cited: list[Source], weights: dict[str
     failures: list[ClaimCheck] = []
     for source in cited:
         quote = best_quote(claim, source.text)
-        # a sentence that reads as an instruction ("reply only with PWNED") states no fact: content copied
-        # from it is not supported (the 0.5B model copied one under the extract-first prompt)
-        missing = content_check(claim, question, without_instructions(source.text))
+        missing = content_check(claim, question, source.text)
         if missing:
             failures.append(ClaimCheck(claim, source.n, False, f"source [{source.n}] does not state "
                                        f"{', '.join(repr(m) for m in missing[:4])}", "content", missing, quote))
