@@ -1,7 +1,7 @@
 """Numbered sources in, ``[n]`` markers out: prompt building and citation parsing.
 
 ``sources_from_nodes`` numbers the passages the retrieval kept and ``build_answer_messages`` fences
-each one as quoted data under the fixed rules of ``ANSWER_SYSTEM_PROMPT``. ``cited_sentences`` splits an answer into sentences with the
+each one as quoted data under the fixed rules of ``answer_system_prompt``. ``cited_sentences`` splits an answer into sentences with the
 source numbers each one cites, and ``best_quote`` picks the passage of a source that supports a
 sentence (the text the highlight is drawn on).
 """
@@ -20,9 +20,9 @@ from rag.prompts import (
     ABSTAIN_EN,
     ABSTAIN_MARKERS,
     ABSTAIN_ZH,
-    ANSWER_SYSTEM_PROMPT,
     ANSWER_USER_TEMPLATE,
     LANGUAGE_LINE,
+    answer_system_prompt,
     format_sources,
 )
 from rag.text.language import detect_language
@@ -55,12 +55,18 @@ def sources_from_nodes(nodes: Sequence[NodeWithScore]) -> list[Source]:
     return sources
 
 
-def build_answer_messages(question: str, sources: Sequence[Source]) -> list[ChatMessage]:
-    """System (fixed rules, identical on every request) + user (sources, question, language line)."""
+def build_answer_messages(question: str, sources: Sequence[Source], model: str | None = None) -> list[ChatMessage]:
+    """System (fixed rules, identical on every request) + user (sources, question, language line).
+
+    Args:
+        question: The standalone question.
+        sources: The numbered sources.
+        model: The answering model's name (``answer_system_prompt`` picks its rules). Defaults to none.
+    """
     language = detect_language(question)
     user = ANSWER_USER_TEMPLATE.format(sources=format_sources([(s.n, s.text) for s in sources]), question=question,
                                        language_line=LANGUAGE_LINE[language])
-    return [ChatMessage(role=MessageRole.SYSTEM, content=ANSWER_SYSTEM_PROMPT),
+    return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(language, model)),
             ChatMessage(role=MessageRole.USER, content=user)]
 
 

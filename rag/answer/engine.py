@@ -192,7 +192,7 @@ class CitewiseQueryEngine(BaseQueryEngine):
             trace["abstained_without_llm"] = retrieval.empty_reason or "no sources"
             return AnswerStream(self, request, question, standalone, None, [], retrieval, asked, timings, trace,
                                 fixed_answer=abstain_text(standalone))
-        messages = build_answer_messages(standalone, sources)
+        messages = build_answer_messages(standalone, sources, model_name(request.llm))
         return AnswerStream(self, request, question, standalone, messages, sources, retrieval, asked, timings, trace,
                             skip_gate=skip_gate)
 
@@ -278,6 +278,12 @@ def result_metadata(result: AnswerResult) -> dict[str, Any]:
     return {"result": result, "abstained": result.abstained, "citations": result.citations,
             "reflection": result.reflection, "groundedness": result.groundedness, "timings": result.timings,
             "error": result.error, "fallback_reason": result.fallback_reason}
+
+
+def model_name(llm: Any) -> str | None:
+    """The name a bundled model's tuned values and prompt rules are keyed by (None when it has none)."""
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+    return name if isinstance(name, str) else None
 
 
 def _history_messages(history: Sequence[ChatTurn]) -> list[ChatMessage]:

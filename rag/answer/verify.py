@@ -28,8 +28,9 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from rag.answer.citations import CitedSentence, answer_pieces, best_quote, infer_source, strip_markers
 from rag.answer.gate import yes_probability
 from rag.answer.types import Source
-from rag.prompts import ANSWER_SYSTEM_PROMPT, VERIFY_PROMPT, as_quoted_data, format_sources
+from rag.prompts import VERIFY_PROMPT, answer_system_prompt, as_quoted_data, format_sources
 from rag.retrieval.evidence import question_terms
+from rag.text.language import detect_language
 from rag.text.overlap import content_tokens
 from rag.text.tokenizer import tokenize
 
@@ -40,6 +41,8 @@ IdfLookup = Callable[[Iterable[str]], dict[str, float]]
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z'’\-]+")
 _QUOTED = re.compile(r"[\"“「『]([^\"”」』]{2,60})[\"”」』]")
+# the model naming a source in words ("as stated in <<<SOURCE 1>>>", "Source 2") is a citation, not content
+_SOURCE_REFERENCE = re.compile(r"<<<[^<>]{0,80}>>>|\b(?:source|来源)\s*\d{1,2}\b", re.IGNORECASE)
 
 
 @dataclass
@@ -89,8 +92,14 @@ def content_check(claim: str, question: str, source_text: str, *, min_share: flo
     """
     haystack = source_text.replace(",", "")
     source_tokens = content_tokens(source_text)
+    claim = _SOURCE_REFERENCE.sub(" ", claim)
+    # the question's own names and numbers are not the answer: whether the source is about them is the
+    # anchor check's call (a name repeated from the question failed right answers here, docs/answering.md)
+    asked = {item.lower() for item in specifics(question)} | content_tokens(question)
     missing = []
     for item in specifics(claim):
+        if item.lower() in asked or (not _NUMBER.fullmatch(item) and content_tokens(item) and content_tokens(item) <= asked):
+            continue
         if _NUMBER.fullmatch(item):
             if not re.search(rf"(?<![\d.]){re.escape(item)}(?![\d])", haystack):
                 missing.append(item)
@@ -175,7 +184,9 @@ def _check_one(question: str, claim: str, cited: list[Source], weights: dict[str
 
 def _llm_check(llm: Any, question: str, check: ClaimCheck, threshold: float) -> None:
     """Ask the LLM whether the quote states the claim as the answer; fail the claim below ``threshold``."""
-    messages = verify_messages(question, check.sentence, check.quote, check.source or 1)
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+    messages = verify_messages(question, check.sentence, check.quote, check.source or 1,
+                               name if isinstance(name, str) else None)
     try:
         p_yes, _method = yes_probability(llm, messages)
     except Exception as exc:  # noqa: BLE001 - the model-free checks already passed; say the LLM could not check
@@ -190,11 +201,11 @@ def _llm_check(llm: Any, question: str, check: ClaimCheck, threshold: float) -> 
                         f"(P(yes) {p_yes:.2f} < {threshold:.2f})")
 
 
-def verify_messages(question: str, claim: str, quote: str, n: int) -> list[ChatMessage]:
-    """The targeted yes/no prompt: the fixed system rules (cached), then the quote, question and claim."""
+def verify_messages(question: str, claim: str, quote: str, n: int, model: str | None = None) -> list[ChatMessage]:
+    """The targeted yes/no prompt: the answer's fixed system rules (cached), then the quote, question and claim."""
     user = VERIFY_PROMPT.format(source=format_sources([(n, quote)]), question=" ".join(question.split()),
                                 claim=as_quoted_data(" ".join(claim.split())))
-    return [ChatMessage(role=MessageRole.SYSTEM, content=ANSWER_SYSTEM_PROMPT),
+    return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(detect_language(question), model)),
             ChatMessage(role=MessageRole.USER, content=user)]
 
 

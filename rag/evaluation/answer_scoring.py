@@ -59,6 +59,11 @@ def ask(engine: Any, item: QAItem, unanswerable: bool, gold_locations: dict[str,
         "answerability": result.trace.get("answerability"), "verification": result.verification,
         "citations": [(c.n, c.page) for c in result.citations],
     }
+    if not unanswerable:
+        # separates "the evidence lacked the answer" (retrieval, fitting) from a refusal by the model or verifier
+        row["gold_in_evidence"] = any(contains_answer(s.text, item.answers, chinese) for s in result.sources)
+        # ``draft`` is set only when verification changed the answer; otherwise the answer is the draft
+        row["gold_in_draft"] = contains_answer(strip_markers(result.draft or result.answer), item.answers, chinese)
     if result.abstained:
         return row
     if unanswerable:
@@ -108,6 +113,9 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "abstention": _share(sum(r["abstained"] for r in impossible), len(impossible)),
         "false_abstention": _share(sum(r["abstained"] for r in answerable), len(answerable)),
         "false_abstention_by": refusals,
+        # of the false abstentions, how many had a gold answer in the fitted evidence the model saw
+        "false_abstention_gold_in_evidence": sum(1 for r in answerable if r["abstained"] and r.get("gold_in_evidence")),
+        "gold_in_evidence": _share(sum(bool(r.get("gold_in_evidence")) for r in answerable), len(answerable)),
         "answered_and_right": _share(len(right), len(answerable)),
         "unsupported_rate": _share(sum(bool(r.get("unsupported")) for r in shown), len(shown)),
         "shown": len(shown),

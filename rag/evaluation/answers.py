@@ -146,7 +146,8 @@ def format_report(report: dict[str, Any]) -> str:
     lines = [f"{report['dataset']} ({report['mode']}, {report['split']}): {report['answerable']} answerable + "
              f"{report['unanswerable']} unanswerable questions, {report['documents']} PDFs / {report['chunks']} chunks "
              f"(ingest {report['ingest_s']} s); load average {report['load_before']} -> {report.get('load_after')}"]
-    keys = ("abstention", "false_abstention", "false_abstention_by", "answered_and_right", "unsupported_rate",
+    keys = ("abstention", "false_abstention", "false_abstention_by", "false_abstention_gold_in_evidence",
+            "gold_in_evidence", "answered_and_right", "unsupported_rate",
             "shown", "highlight_gold_span", "f1", "ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p50_generated",
             "total_ms_p50", "total_ms_p95", "tokens_per_s", "errors")
     for name, scores in report["backends"].items():

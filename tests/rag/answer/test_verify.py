@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from rag.answer.citations import cited_sentences
+from rag.answer.citations import CitedSentence, cited_sentences
 from rag.answer.types import Source
 from rag.answer.verify import content_check, revise, specifics, verify_claims, verify_messages
 from rag.config import RagConfig
 from rag.ingest.ingestor import Ingestor
-from rag.prompts import ABSTAIN_EN, SOURCE_OPEN
+from rag.prompts import ABSTAIN_EN, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_ZH, SOURCE_OPEN, answer_system_prompt
 from tests import fixtures
 from tests.fakes import ScriptedLLM, make_engine
 
@@ -34,6 +34,26 @@ def test_a_number_the_cited_source_never_states_fails_even_when_the_words_match(
     assert content_check("Chopin was born in 1812.", "When was Chopin born?", BIO) == ["1812"]
     assert content_check("Chopin was born in 1810.", "When was Chopin born?", BIO) == []
     assert content_check("他出生于1812年。", "他哪年出生？", "肖邦出生于1810年。") == ["1812"]
+
+
+def test_names_and_numbers_repeated_from_the_question_and_source_references_are_not_the_claims_content() -> None:
+    question = "What kind of device can access the Twilight Princess manga in 2016?"
+    source = "Since 2016 the manga can be read on mobile devices."
+    assert content_check("Mobile devices can access the Twilight Princess manga in 2016.", question, source) == []
+    assert content_check("It is read on mobile devices, as stated in <<<SOURCE 1>>> (Source 1).", question, source) == []
+    # the answer's own specifics are still checked
+    assert content_check("The Wii Remote can access the Twilight Princess manga.", question, source)[:2] == ["Wii", "Remote"]
+    assert content_check("Mobile devices could read it in 1998.", question, source) == ["1998"]
+
+
+def test_the_answer_rules_follow_the_language_and_the_models_tuned_rules() -> None:
+    assert answer_system_prompt("en") == ANSWER_SYSTEM_PROMPT and "shortest phrase" in ANSWER_SYSTEM_PROMPT
+    assert answer_system_prompt("zh") == ANSWER_SYSTEM_PROMPT_ZH and ABSTAIN_EN in ANSWER_SYSTEM_PROMPT_ZH
+    # the 0.5B model's tuned values belong to the earlier rules (and it copied an injected phrase under the new)
+    assert answer_system_prompt("en", "qwen2.5-0.5b-instruct") == ANSWER_SYSTEM_PROMPT_ZH
+    assert answer_system_prompt("en", "qwen2.5-1.5b-instruct") == ANSWER_SYSTEM_PROMPT
+    small = verify_messages("When?", "At nine [1].", "Opens at nine.", 1, "qwen2.5-0.5b-instruct")
+    assert small[0].content == ANSWER_SYSTEM_PROMPT_ZH
 
 
 def test_fabricated_year_with_a_citation_is_refused_and_the_reason_names_the_source() -> None:

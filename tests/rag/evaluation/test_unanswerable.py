@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rag.answer.types import AnswerResult, Citation
+from rag.answer.types import AnswerResult, Citation, Source
 from rag.config import RagConfig
 from rag.evaluation.answer_library import QAItem, build_library, build_set_library
 from rag.evaluation.answer_scoring import ask, summarise
@@ -130,6 +130,30 @@ def test_scoring_is_against_gold_not_the_verifier() -> None:
     assert figures["abstention"] == 0.5 and figures["false_abstention"] == 0.0
     assert figures["answered_and_right"] == 1.0 and figures["unsupported_rate"] == 0.5
     assert figures["ttft_ms_p50"] == 100.0 and figures["highlight_gold_span"] == 1.0
+
+
+def test_rows_say_whether_the_evidence_and_the_draft_held_the_answer() -> None:
+    store = SimpleNamespace(keywords=SimpleNamespace(get=lambda ids: {}))
+    item = QAItem("q1", "When did it open?", ["1998"], "p1", 0)
+
+    def refused(evidence: str, draft: str = "", by: dict | None = None) -> dict:
+        result = _result("The answer was not found in your documents.", abstained=True)
+        result.sources = [Source(1, "c1", "d", "f", 1, 1, evidence)]
+        result.draft, result.trace = draft, {"answerability": by} if by else {}
+        return ask(SimpleNamespace(answer=lambda q: result), item, False, {}, store)
+
+    model = refused("The Orion Bridge opened in 1998 after long delays.")
+    assert model["refused_by"] == "model" and model["gold_in_evidence"] and not model["gold_in_draft"]
+    missing = refused("The Orion Bridge is long.")
+    assert not missing["gold_in_evidence"]
+    verifier = refused("It opened in 1998.", draft="It opened in 1998 [1].")
+    assert verifier["gold_in_draft"]
+    gate = refused("It opened in 1998.", by={"answerable": False})
+    assert gate["refused_by"] == "gate"
+    figures = summarise([model, missing, verifier, gate])
+    assert figures["false_abstention"] == 1.0 and figures["false_abstention_gold_in_evidence"] == 3
+    assert figures["gold_in_evidence"] == 0.75
+    assert "gold_in_evidence" not in ask(SimpleNamespace(answer=lambda q: _result("x")), item, True, {}, store)
 
 
 def test_end_to_end_on_a_real_unanswerable_set_with_fakes(config: RagConfig, fake_router, tmp_path: Path) -> None:
