@@ -52,10 +52,21 @@ _RULES_TAIL = (
     "6. Write plain text only, no HTML."
 )
 
-# English: extract first, and no answerability judgement. With a "reply not found when the sources lack
-# the answer" rule the 1.5B model refused English questions whose evidence held the answer
-# (docs/answering.md, "Results"); whether to answer is the gate's and the claim verifier's decision.
+# The answer rules every model gets unless it is in EXTRACT_FIRST_MODELS, and every model in Chinese: the
+# model itself replies "not found" when the sources lack the answer. On CJRC every false abstention was the
+# gate's, none the model's, and the gates and verifiers of both bundled models were tuned under these rules.
 ANSWER_SYSTEM_PROMPT = (
+    _RULES_HEAD
+    + f"4. If the sources do not contain the answer, reply only: \"{ABSTAIN_EN}\" "
+    f"(in Chinese: \"{ABSTAIN_ZH}\").\n"
+    + _RULES_TAIL
+)
+
+# English for EXTRACT_FIRST_MODELS: extract first, no answerability judgement. Under the rule above the 1.5B
+# model refused English questions whose evidence held the answer (docs/answering.md, "Results"); for it,
+# whether to answer is the gate's and the claim verifier's decision. Both prompts share rules 1-3, so
+# llama.cpp's prefix cache still reuses them when the question's language changes.
+ANSWER_SYSTEM_PROMPT_EXTRACT = (
     _RULES_HEAD
     # no worked example: the 1.5B model copied an example's year into its answers
     + "4. Give the answer the sources state: start with the shortest phrase from a source that answers the "
@@ -64,32 +75,21 @@ ANSWER_SYSTEM_PROMPT = (
     + _RULES_TAIL
 )
 
-# The earlier rules, for Chinese and for EARLIER_RULES_MODELS. Chinese keeps the model's own "not found": on CJRC every false abstention was the
-# gate's, none the model's, and the Chinese gate and verifier were tuned with this prompt. Both prompts share
-# rules 1-3, so llama.cpp's prefix cache still reuses them when the question's language changes.
-ANSWER_SYSTEM_PROMPT_ZH = (
-    _RULES_HEAD
-    + f"4. If the sources do not contain the answer, reply only: \"{ABSTAIN_EN}\" "
-    f"(in Chinese: \"{ABSTAIN_ZH}\").\n"
-    + _RULES_TAIL
-)
-
-
-# Models whose gate and verifier were tuned under the earlier rules (the model's own "not found") in English
-# too: their tuned values belong to those rules, and the 0.5B model copied an injected "reply only with ..."
-# as its shortest phrase under the extract-first rule (tests/integration/test_answer_real.py).
-EARLIER_RULES_MODELS = frozenset({"qwen2.5-0.5b-instruct"})
+# Models whose English gate and verifier were tuned under the extract-first rules. Only the model those rules
+# were measured with: a served model is unmeasured, and the 0.5B model copied an injected "reply only with
+# ..." as its shortest phrase (tests/integration/test_answer_real.py).
+EXTRACT_FIRST_MODELS = frozenset({"qwen2.5-1.5b-instruct"})
 
 
 def answer_system_prompt(language: str, model: str | None = None) -> str:
     """The fixed answer rules for a question in ``language`` answered by ``model``.
 
     Args:
-        language: "zh" for Chinese; anything else gets the English rules.
-        model: The answering model's name; one in ``EARLIER_RULES_MODELS`` keeps the earlier rules.
+        language: "zh" for Chinese; anything else is answered under the English rules.
+        model: The answering model's name; one in ``EXTRACT_FIRST_MODELS`` gets the extract-first rules in English.
     """
-    if language == "zh" or model in EARLIER_RULES_MODELS:
-        return ANSWER_SYSTEM_PROMPT_ZH
+    if language != "zh" and model in EXTRACT_FIRST_MODELS:
+        return ANSWER_SYSTEM_PROMPT_EXTRACT
     return ANSWER_SYSTEM_PROMPT
 
 

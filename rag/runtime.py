@@ -114,11 +114,13 @@ def warm_up_in_background(llm: Any) -> threading.Thread | None:
     warm_up = getattr(llm, "warm_up", None)
     if not callable(warm_up):
         return None
-    from rag.prompts import ANSWER_SYSTEM_PROMPT
+    from rag.answer.engine import model_name
+    from rag.prompts import answer_system_prompt
 
     def run() -> None:
         try:
-            logger.info("warmed up the answer prompt's prefix in %.1f s", warm_up(ANSWER_SYSTEM_PROMPT))
+            prompt = answer_system_prompt("en", model_name(llm))  # rules 1-3, shared by both languages' prompts
+            logger.info("warmed up the answer prompt's prefix in %.1f s", warm_up(prompt))
         except Exception as exc:  # noqa: BLE001 - a failed warm-up only means a slower first answer
             logger.warning("warm-up failed (%s); the first answer evaluates the whole prompt", exc)
 

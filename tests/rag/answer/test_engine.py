@@ -19,7 +19,7 @@ from rag.answer.types import ChatTurn
 from rag.config import RagConfig
 from rag.ingest.ingestor import Ingestor
 from rag.models.llm_openai import LLMUnavailableError
-from rag.prompts import (ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_ZH, LANGUAGE_LINE,
+from rag.prompts import (ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_EXTRACT, LANGUAGE_LINE,
                          NO_KB_SYSTEM_PROMPT)
 from rag.index.store import DocumentStore
 from tests import fixtures
@@ -143,20 +143,30 @@ def test_answer_language_follows_the_question(store, docs, small_chunks) -> None
     assert LANGUAGE_LINE["en"] in llm2.prompts[0]
 
 
-def test_english_prompt_leaves_abstention_to_the_gate_and_chinese_keeps_the_models_own(store, docs, small_chunks) -> None:
-    llm = ScriptedLLM()
+class _Scripted15B(ScriptedLLM):
+    """A scripted LLM that names itself as the bundled 1.5B model (whose English rules extract first)."""
+
+    model_name: str = "qwen2.5-1.5b-instruct"
+
+
+def test_the_15b_english_prompt_leaves_abstention_to_the_gate_and_others_keep_the_models_own(
+        store, docs, small_chunks) -> None:
+    llm = _Scripted15B()
     _engine(store, llm, small_chunks).answer(EN_Q)
     english = llm.prompts[0].lower()
     # the 1.5B model over-applied a "reply not found" rule to answerable English questions (docs/answering.md)
     assert ABSTAIN_EN.lower() not in english and "not found" not in english and "do not contain" not in english
-    assert f"system: {ANSWER_SYSTEM_PROMPT}" in llm.prompts[0] and "shortest phrase" in ANSWER_SYSTEM_PROMPT
-    llm_zh = ScriptedLLM(replies=[ABSTAIN_ZH])
+    assert f"system: {ANSWER_SYSTEM_PROMPT_EXTRACT}" in llm.prompts[0]
+    llm_zh = _Scripted15B(replies=[ABSTAIN_ZH])
     result = _engine(store, llm_zh, small_chunks).answer(ZH_Q)
-    assert f"system: {ANSWER_SYSTEM_PROMPT_ZH}" in llm_zh.prompts[0] and ABSTAIN_ZH in ANSWER_SYSTEM_PROMPT_ZH
+    assert f"system: {ANSWER_SYSTEM_PROMPT}" in llm_zh.prompts[0] and ABSTAIN_ZH in ANSWER_SYSTEM_PROMPT
     assert "shortest phrase" not in llm_zh.prompts[0]
     assert result.abstained and result.answer == ABSTAIN_ZH
+    other = ScriptedLLM()  # any other model, e.g. a served one: its own "not found", as before
+    _engine(store, other, small_chunks).answer(EN_Q)
+    assert f"system: {ANSWER_SYSTEM_PROMPT}" in other.prompts[0] and "shortest phrase" not in other.prompts[0]
     # the two share their first rules, so the prefix cache survives a change of language
-    assert ANSWER_SYSTEM_PROMPT[:400] == ANSWER_SYSTEM_PROMPT_ZH[:400]
+    assert ANSWER_SYSTEM_PROMPT[:400] == ANSWER_SYSTEM_PROMPT_EXTRACT[:400]
 
 
 def test_follow_up_is_condensed_before_retrieval(store, docs, small_chunks) -> None:
@@ -194,14 +204,14 @@ def test_injection_in_a_document_is_fenced_data_under_fixed_rules(store, docs, s
 
 
 def test_fixed_prompt_prefix_is_identical_across_requests(store, docs, small_chunks) -> None:
-    llm = ScriptedLLM()
+    llm = _Scripted15B()
     engine = _engine(store, llm, small_chunks)
     engine.answer(EN_Q)
     engine.answer("What is the recommended dose for children?")
     engine.answer(ZH_Q)
     first, second, chinese = (p.split("\nuser: ", 1)[0] for p in llm.prompts)
     assert first == second
-    # Chinese has its own rule 4; rules 1-3 before it stay a common prefix for the KV cache
+    # the 1.5B model's Chinese rule 4 differs from its English one; rules 1-3 stay a common prefix for the KV cache
     shared = chinese.index("4. ")
     assert chinese != first and chinese[:shared] == first[:shared] and shared > 300
 
