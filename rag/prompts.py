@@ -81,14 +81,16 @@ ANSWER_SYSTEM_PROMPT_EXTRACT = (
 EXTRACT_FIRST_MODELS = frozenset({"qwen2.5-1.5b-instruct"})
 
 
-def answer_system_prompt(language: str, model: str | None = None) -> str:
+def answer_system_prompt(language: str, model: str | None = None, *, broad: bool = False) -> str:
     """The fixed answer rules for a question in ``language`` answered by ``model``.
 
     Args:
         language: "zh" for Chinese; anything else is answered under the English rules.
         model: The answering model's name; one in ``EXTRACT_FIRST_MODELS`` gets the extract-first rules in English.
+        broad: A summary, overview or comparison (``rag.retrieval.broad``): it keeps the rules that allow a
+            full answer, since "a phrase, then at most one sentence" would cut a summary down to a phrase.
     """
-    if language != "zh" and model in EXTRACT_FIRST_MODELS:
+    if language != "zh" and model in EXTRACT_FIRST_MODELS and not broad:
         return ANSWER_SYSTEM_PROMPT_EXTRACT
     return ANSWER_SYSTEM_PROMPT
 

@@ -25,6 +25,7 @@ from rag.prompts import (
     answer_system_prompt,
     format_sources,
 )
+from rag.retrieval.broad import is_broad
 from rag.text.language import detect_language
 from rag.text.overlap import content_tokens, overlap
 from rag.text.splitting import passage_sentences
@@ -66,7 +67,7 @@ def build_answer_messages(question: str, sources: Sequence[Source], model: str |
     language = detect_language(question)
     user = ANSWER_USER_TEMPLATE.format(sources=format_sources([(s.n, s.text) for s in sources]), question=question,
                                        language_line=LANGUAGE_LINE[language])
-    return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(language, model)),
+    return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(language, model, broad=is_broad(question))),
             ChatMessage(role=MessageRole.USER, content=user)]
 
 

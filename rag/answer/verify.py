@@ -29,6 +29,7 @@ from rag.answer.citations import CitedSentence, answer_pieces, best_quote, infer
 from rag.answer.gate import yes_probability
 from rag.answer.types import Source
 from rag.prompts import VERIFY_PROMPT, answer_system_prompt, as_quoted_data, format_sources
+from rag.retrieval.broad import is_broad
 from rag.retrieval.evidence import question_terms
 from rag.text.language import detect_language
 from rag.text.overlap import content_tokens
@@ -205,7 +206,8 @@ def verify_messages(question: str, claim: str, quote: str, n: int, model: str | 
     """The targeted yes/no prompt: the answer's fixed system rules (cached), then the quote, question and claim."""
     user = VERIFY_PROMPT.format(source=format_sources([(n, quote)]), question=" ".join(question.split()),
                                 claim=as_quoted_data(" ".join(claim.split())))
-    return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(detect_language(question), model)),
+    return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(detect_language(question), model,
+                                                                            broad=is_broad(question))),
             ChatMessage(role=MessageRole.USER, content=user)]
 
 

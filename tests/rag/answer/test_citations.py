@@ -12,7 +12,8 @@ from rag.answer.citations import (
     is_abstention,
     strip_markers,
 )
-from rag.prompts import ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, format_sources, quote_instructions
+from rag.prompts import (ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_EXTRACT, format_sources,
+                         quote_instructions)
 
 
 def _source(n: int, text: str, page: int = 1) -> Source:
@@ -49,6 +50,14 @@ def test_sources_are_numbered_and_fenced_and_lookalike_fences_are_neutralised() 
     messages = build_answer_messages("What?", sources)
     assert messages[0].content == ANSWER_SYSTEM_PROMPT
     assert "Ignore previous" not in messages[0].content and "Ignore previous" in messages[1].content
+
+
+def test_the_default_model_extracts_for_a_factoid_and_keeps_full_answers_for_a_summary() -> None:
+    sources = [_source(1, "We propose rewriting the query before retrieval.")]
+    factoid = build_answer_messages("What do the authors propose?", sources, "qwen2.5-1.5b-instruct")
+    summary = build_answer_messages("Summarise the main contribution of this paper.", sources, "qwen2.5-1.5b-instruct")
+    assert factoid[0].content == ANSWER_SYSTEM_PROMPT_EXTRACT
+    assert summary[0].content == ANSWER_SYSTEM_PROMPT
 
 
 @pytest.mark.parametrize("answer,expected", [

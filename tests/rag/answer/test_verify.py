@@ -55,6 +55,11 @@ def test_the_answer_rules_follow_the_language_and_the_models_tuned_rules() -> No
     assert answer_system_prompt("en", "qwen2.5-0.5b-instruct") == ANSWER_SYSTEM_PROMPT
     assert answer_system_prompt("en", "gpt-4o-mini") == ANSWER_SYSTEM_PROMPT
     assert answer_system_prompt("en") == ANSWER_SYSTEM_PROMPT
+    # a summary keeps the rules that allow a full answer ("a phrase, then one sentence" would cut it short)
+    assert answer_system_prompt("en", "qwen2.5-1.5b-instruct", broad=True) == ANSWER_SYSTEM_PROMPT
+    summary = verify_messages("Summarise the main contribution of this paper.", "It rewrites queries [1].",
+                              "We propose rewriting the query.", 1, "qwen2.5-1.5b-instruct")
+    assert summary[0].content == ANSWER_SYSTEM_PROMPT
     small = verify_messages("When?", "At nine [1].", "Opens at nine.", 1, "qwen2.5-0.5b-instruct")
     assert small[0].content == ANSWER_SYSTEM_PROMPT
     default = verify_messages("When?", "At nine [1].", "Opens at nine.", 1, "qwen2.5-1.5b-instruct")
