@@ -307,6 +307,11 @@ class KeywordIndex:
             self._rows_db.close()
 
 
+# Chunk fields BM25 indexes before the text: section titles carry key terms, a table's context names its document.
+# Fusion reads the same fields back from a hit's metadata (rag.retrieval.fusion).
+KEYWORD_FIELDS = ("heading_path", "context")
+
+
 def keyword_text(chunk: Chunk) -> str:
-    """What BM25 indexes: the heading path (section titles carry key terms), a table's context and the text."""
-    return " ".join(part for part in (chunk.heading_path, chunk.context, chunk.text) if part)
+    """What BM25 indexes: the ``KEYWORD_FIELDS`` of ``chunk``, then its text."""
+    return " ".join(part for part in (*(getattr(chunk, name) for name in KEYWORD_FIELDS), chunk.text) if part)

@@ -15,6 +15,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag.config import RetrievalConfig
+from rag.index.keywords import KEYWORD_FIELDS
 from rag.retrieval.adaptive import COVERAGE_BELOW, DENSE_SHIFT, Idf, adapt_weights, lexical_coverage
 from rag.retrieval.fusion_scores import (
     Normalizer,
@@ -227,7 +228,7 @@ class FusionRetriever(BaseRetriever):
 
 
 def _keyword_text(hit: NodeWithScore) -> str:
-    """What BM25 matched in a hit: heading path, context and text (``rag.index.keywords.keyword_text``)."""
+    """What BM25 matched in a hit, as ``rag.index.keywords.keyword_text`` built it, from the hit's metadata."""
     metadata = hit.node.metadata
-    return " ".join(p for p in (str(metadata.get("heading_path") or ""), str(metadata.get("context") or ""),
-                                hit.node.get_content()) if p)
+    fields = (str(metadata.get(name) or "") for name in KEYWORD_FIELDS)
+    return " ".join(part for part in (*fields, hit.node.get_content()) if part)
