@@ -30,7 +30,10 @@ logger = logging.getLogger(__name__)
 MAX_CAPTION_ROWS = 6
 MAX_CAPTION_TOKENS = 40
 MAX_TITLE_TOKENS = 16
+RUNNING_LINE_TOKENS = 12  # a line this long that breaks mid-sentence is running text, not a title
 _SENTENCE_END_RE = re.compile(r"[.。!?！？]\s*$")
+_LOWER_START_RE = re.compile(r"[a-z]{2}")
+_CLAUSE_END_RE = re.compile(r"[.。!?！？:：;；]\s*$")
 _BELOW_CAPTION_RE = re.compile(r"^(table|tab\.)\s*\d|^表\s*[\d一二三四五六七八九十]", re.IGNORECASE)
 
 Piece = tuple[str, Union[RawWord, None]]  # text written into the page, and the word it is (None: markup)
@@ -174,7 +177,7 @@ def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLin
         row = [entry for entry in above if entry[2].y1 > nearest[2].y0 + 1]  # the pieces of that visual line
         if edge - nearest[2].y1 > 1.5 * max(nearest[2].height, 1.0) + 2:
             break
-        if any(_is_sentence(line_text(entry[2])) for entry in row):
+        if any(_is_sentence(line_text(entry[2])) for entry in row) or _continues_paragraph(row, lines):
             break  # the end of the paragraph that introduces the table stays in the running text
         if chosen and any(count_tokens(line_text(entry[2])) > MAX_TITLE_TOKENS for entry in row):
             break  # above the line that leads into the table, only title-like lines belong to the caption
@@ -220,6 +223,27 @@ def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tupl
             return None, caption  # two headings over one column: not a header row
         header[column] = list(line.words)
     return header, [line for line in caption if line not in row]
+
+
+def _continues_paragraph(row: list[tuple[int, int, RawLine]], lines: list[tuple[int, int, RawLine]]) -> bool:
+    """Whether a visual line is the last line of a paragraph ("by economic factors (in millions):").
+
+    It starts with a lower-case word, or it ends like a sentence or clause while the line right above it is
+    running text (a long line) that breaks mid-sentence. A title ("(Unaudited)", "单位：元") ends
+    without a full stop or colon even when a long line is right above it.
+    """
+    first = min(row, key=lambda entry: entry[2].x0)[2]
+    last = max(row, key=lambda entry: entry[2].x1)[2]
+    if _LOWER_START_RE.match(line_text(first)):  # two lower-case letters: "a、对合并报表的影响" is an item title
+        return True
+    if not _CLAUSE_END_RE.search(line_text(last)):
+        return False
+    top = min(entry[2].y0 for entry in row)
+    above = [entry[2] for entry in lines if entry[2].y1 <= top + 1 and top - entry[2].y1 < max(first.height, 1.0)]
+    if not above:
+        return False
+    previous = line_text(max(above, key=lambda line: (line.y1, -line.x0)))
+    return count_tokens(previous) > RUNNING_LINE_TOKENS and not _CLAUSE_END_RE.search(previous)
 
 
 def _is_sentence(text: str) -> bool:

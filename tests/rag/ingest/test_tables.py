@@ -175,3 +175,48 @@ def test_documents_without_tables_chunk_over_the_whole_text_as_before(tmp_path: 
     expected = [trim(text, a, b) for a, b in pack(text, recursive_split(text, 0, len(text), 60), 60, 10)]
     assert [(c.char_start, c.char_end) for c in chunks] == [span for span in expected if span[0] < span[1]]
     assert all(c.kind == "text" for c in chunks)
+
+
+def _paragraph_over_table(directory: Path, lines: list[str], *, name: str = "lead.pdf") -> Path:
+    """A paragraph (``lines``, one per line, 13 pt apart) whose last line sits right above a ruled table."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y = 90.0
+    for line in lines:
+        page.insert_text((72, y), line, fontname="helv", fontsize=9)
+        y += 13
+    y -= 6
+    for row in [("", "2021", "2022"), ("Freight revenue", "301", "1,824"), ("Total revenue", "2,903", "6,854")]:
+        page.draw_line((72, y), (520, y), width=0.8)
+        for x, cell in zip((72, 300, 420), row):
+            page.draw_line((x, y), (x, y + 18), width=0.8)
+            page.insert_text((x + 4, y + 13), cell, fontname="helv", fontsize=9)
+        page.draw_line((520, y), (520, y + 18), width=0.8)
+        y += 18
+        page.draw_line((72, y), (520, y), width=0.8)
+    path = directory / name
+    doc.save(path)
+    return path
+
+
+PARAGRAPH = ["The following tables present our revenues disaggregated by offering and geographical region. Revenue",
+             "by geographical region is based on where the transaction occurred. This level of disaggregation takes",
+             "into consideration how the nature, amount, timing, and uncertainty of revenue and cash flows are affected"]
+
+
+def test_the_last_line_of_a_paragraph_above_a_table_is_no_caption(tmp_path: Path) -> None:
+    for tail in ("by economic factors (in millions):", "Report on Form 10-Q."):
+        page = parse_file(_paragraph_over_table(tmp_path, [*PARAGRAPH, tail], name=f"{tail[:2]}.pdf")).pages[0]
+        [span] = page.tables
+        assert span.caption == ""
+        assert page.text[span.start:span.end].startswith("|  | 2021 | 2022 |")
+        assert tail in page.text[:span.start]  # the paragraph stays whole in the running text
+
+
+def test_a_title_under_a_finished_paragraph_is_still_the_caption(tmp_path: Path) -> None:
+    lines = [*PARAGRAPH[:2], "into consideration how revenue is affected by economic factors:", "Revenue by Offering"]
+    page = parse_file(_paragraph_over_table(tmp_path, lines)).pages[0]
+    [span] = page.tables
+    assert span.caption == "Revenue by Offering"
