@@ -22,7 +22,7 @@ from typing import Union
 import pymupdf
 
 from rag.ingest.pdf_layout import RawLine, RawWord
-from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, place
+from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, place, split_header
 from rag.text.language import CJK_RE, count_tokens
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,9 @@ def _cut_out(items: list[Item], bbox: Box, grid: Grid) -> list[Item]:
         return items  # a framed paragraph or a single column is text, not a table: the words stay
     kept, caption = _take_caption(kept, bbox)
     header, caption = _header_from_caption(caption, rows)
-    block = TableBlock(bbox=bbox, caption=caption, header=header or rows[0], rows=rows if header else rows[1:])
+    if header is None:
+        header, rows = split_header(rows)
+    block = TableBlock(bbox=bbox, caption=caption, header=header, rows=rows)
     return _insert(kept, block)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rag.answer.citations import best_quote
 from rag.answer.highlight import locate_passage
 from rag.config import ChunkingConfig, RagConfig
@@ -13,7 +15,7 @@ from rag.ingest.ingestor import Ingestor
 from rag.ingest.options import ParseOptions
 from rag.ingest.parse import parse_file
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import clean_rows
+from rag.ingest.table_grid import clean_rows, split_header
 from rag.index.store import DocumentStore
 from rag.text.language import count_tokens
 from tests import fixtures
@@ -220,3 +222,32 @@ def test_a_title_under_a_finished_paragraph_is_still_the_caption(tmp_path: Path)
     page = parse_file(_paragraph_over_table(tmp_path, lines)).pages[0]
     [span] = page.tables
     assert span.caption == "Revenue by Offering"
+
+
+def _rows(*texts: tuple[str, ...]) -> list[list[list[RawWord]]]:
+    return [[[_word(text, 2 + 60 * c, 5 + 20 * r)] if text else [] for c, text in enumerate(row)]
+            for r, row in enumerate(texts)]
+
+
+def _texts(row: list[list[RawWord]]) -> list[str]:
+    return ["".join(w.text for w in cell) for cell in row]
+
+
+def test_a_header_printed_over_several_rows_is_one_header_row() -> None:
+    rows = _rows(("", "", "本年比上年", ""), ("", "2019 年", "", "2018 年"), ("", "", "增减", "调整后"),
+                 ("营业收入（元）", "39,608", "6.94%", "37,036"), ("", "总计", "", ""), ("总资产（元）", "29,359", "-14.18%", "34,211"))
+    header, body = split_header(rows)
+    assert _texts(header) == ["", "2019 年", "本年比上年增减", "2018 年调整后"]
+    assert [_texts(row)[0] for row in body] == ["营业收入（元）", "", "总资产（元）"]  # the body starts at the first label
+
+
+@pytest.mark.parametrize("texts", [
+    (("", "2021", "2022"), ("", "$ 2,903", "$ 6,854"), ("Revenue", "1", "2")),  # figures under the years: a body row
+    (("Standard", "(1) material weakness", ""), ("", "(2) a second paragraph of the cell", ""),
+     ("Note", "(3) more", "")),  # text in cells: an empty first cell is a wrapped cell
+    (("Item", "2019", "2018"), ("", "restated", "restated"), ("Revenue", "1", "2")),  # a complete first row
+], ids=["figures", "text-table", "complete-first-row"])
+def test_rows_that_are_no_headings_stay_in_the_body(texts: tuple[tuple[str, ...], ...]) -> None:
+    rows = _rows(*texts)
+    header, body = split_header(rows)
+    assert _texts(header) == list(texts[0]) and len(body) == len(texts) - 1
