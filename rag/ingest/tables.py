@@ -205,8 +205,9 @@ def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLin
 def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tuple[list[Cell] | None, list[RawLine]]:
     """Column headings printed above the ruled table ("2021  2022") become its header row.
 
-    The caption's last visual line counts when it has two or more pieces, all right of the first
-    (label) column, each over a different column.
+    The caption's last visual line counts when it has two or more pieces right of the first (label)
+    column, each over a different column; one piece starting over the label column ("(In millions,
+    except percentages)" left of "2021  2022") is that column's heading.
     """
     above = [line for line in caption if line.y1 <= min(w.box[1] for row in rows for cell in row for w in cell) + 1]
     if not above:
@@ -215,10 +216,15 @@ def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tupl
     row = [line for line in above if line.y1 > bottom - max(line.height, 1.0) / 2]
     spans = [(min(w.box[0] for r in rows for w in r[c]), max(w.box[2] for r in rows for w in r[c]))
              if any(r[c] for r in rows) else None for c in range(len(rows[0]))]
-    if len(row) < 2 or spans[0] is None or any(line.x0 < spans[0][1] - 2 for line in row):
+    if spans[0] is None:
         return None, caption
-    header: list[Cell] = [[] for _ in spans]
-    for line in row:
+    stub = [line for line in row if line.x0 < spans[0][1] - 2]
+    headings = [line for line in row if line not in stub]
+    if len(headings) < 2 or len(stub) > 1 or any(line.x0 > spans[0][0] + 2 or line.x1 > min(
+            line.x0 for line in headings) for line in stub):
+        return None, caption
+    header: list[Cell] = [list(stub[0].words) if stub else [] for _ in spans[:1]] + [[] for _ in spans[1:]]
+    for line in headings:
         centre = (line.x0 + line.x1) / 2
         column = min(range(1, len(spans)), key=lambda c: _distance(centre, spans[c]))
         if header[column]:

@@ -251,3 +251,29 @@ def test_rows_that_are_no_headings_stay_in_the_body(texts: tuple[tuple[str, ...]
     rows = _rows(*texts)
     header, body = split_header(rows)
     assert _texts(header) == list(texts[0]) and len(body) == len(texts) - 1
+
+
+def test_headings_over_the_ruled_part_with_a_stub_heading_become_the_header_row(tmp_path: Path) -> None:
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), "Sales and Marketing", fontname="helv", fontsize=9)
+    for x, text in ((72, "(In millions, except percentages)"), (320, "2021"), (440, "2022")):
+        page.insert_text((x, 106), text, fontname="helv", fontsize=9)
+    y = 112.0
+    for row in [("Sales and marketing", "1,103", "1,263"), ("Percentage of revenue", "38 %", "18 %")]:
+        page.draw_line((72, y), (520, y), width=0.8)
+        for x, cell in zip((72, 300, 420), row):
+            page.draw_line((x, y), (x, y + 18), width=0.8)
+            page.insert_text((x + 20, y + 13), cell, fontname="helv", fontsize=9)
+        page.draw_line((520, y), (520, y + 18), width=0.8)
+        y += 18
+        page.draw_line((72, y), (520, y), width=0.8)
+    doc.save(tmp_path / "stub.pdf")
+    parsed = parse_file(tmp_path / "stub.pdf").pages[0]
+    [span] = parsed.tables
+    lines = parsed.text[span.start:span.end].splitlines()
+    assert lines[0] == "Sales and Marketing"
+    assert lines[1] == "| (In millions, except percentages) | 2021 | 2022 |"
+    assert lines[3] == "| Sales and marketing | 1,103 | 1,263 |" and span.rows == 2  # a body row, not the header
