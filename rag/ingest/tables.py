@@ -223,7 +223,7 @@ def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tupl
     if len(headings) < 2 or len(stub) > 1 or any(line.x0 > spans[0][0] + 2 or line.x1 > min(
             line.x0 for line in headings) for line in stub):
         return None, caption
-    header: list[Cell] = [list(stub[0].words) if stub else [] for _ in spans[:1]] + [[] for _ in spans[1:]]
+    header: list[Cell] = [list(stub[0].words) if stub else []] + [[] for _ in spans[1:]]
     for line in headings:
         centre = (line.x0 + line.x1) / 2
         column = min(range(1, len(spans)), key=lambda c: _distance(centre, spans[c]))
@@ -236,8 +236,8 @@ def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tupl
 def _continues_paragraph(row: list[tuple[int, int, RawLine]], lines: list[tuple[int, int, RawLine]]) -> bool:
     """Whether a visual line is the last line of a paragraph ("by economic factors (in millions):").
 
-    It starts with a lower-case word, or it ends like a sentence or clause while the line right above it is
-    running text (a long line) that breaks mid-sentence. A title ("(Unaudited)", "单位：元") ends
+    It starts with a lower-case word, or it ends like a sentence or clause while the line right above
+    it is running text (a long line) that breaks mid-sentence. A title ("(Unaudited)", "单位：元") ends
     without a full stop or colon even when a long line is right above it.
     """
     first = min(row, key=lambda entry: entry[2].x0)[2]
