@@ -45,6 +45,7 @@ from rag.index import bm25_files
 from rag.index.bm25_files import token_pairs
 from rag.index.failpoints import reached
 from rag.index.keyword_rows import KeywordRows
+from rag.text.table_text import table_period_words
 from rag.text.tokenizer import tokenize
 
 logger = logging.getLogger(__name__)
@@ -313,5 +314,6 @@ KEYWORD_FIELDS = ("heading_path", "context")
 
 
 def keyword_text(chunk: Chunk) -> str:
-    """What BM25 indexes: the ``KEYWORD_FIELDS`` of ``chunk``, then its text."""
-    return " ".join(part for part in (*(getattr(chunk, name) for name in KEYWORD_FIELDS), chunk.text) if part)
+    """What BM25 indexes: the ``KEYWORD_FIELDS`` of ``chunk``, its text, and a table's period names."""
+    periods = table_period_words(chunk.text) if chunk.kind == "table" else ""  # "Q1 2022" (rag.text.table_text)
+    return " ".join(part for part in (*(getattr(chunk, name) for name in KEYWORD_FIELDS), chunk.text, periods) if part)

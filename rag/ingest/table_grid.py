@@ -8,7 +8,10 @@ PyMuPDF's grid follows the drawings, which are not always the table's logical st
 * filings set "$" in a cell of its own on some rows only, and a merged cell puts the other rows'
   numbers in that column; a currency sign joins the cell on its right (a "%" the cell on its left),
   and two neighbouring columns that never both hold text in the same row are one column;
-* columns with no text at all are dropped.
+* columns with no text at all are dropped;
+* a header printed over several rows (Chinese reports' "2019 年 | 2018 年" over "调整前 | 调整后") is
+  one header row, each column's headings joined top to bottom, so every part of a split table repeats
+  all of it (``split_header``).
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ import re
 from typing import Optional
 
 from rag.ingest.pdf_layout import RawWord
+from rag.text.table_text import is_figure
 
 Box = tuple[float, float, float, float]
 Grid = list[list[Optional[Box]]]  # rows of cells; None where a merged cell covers the position
 Cell = list[RawWord]
 
 _CURRENCY_RE = re.compile(r"[$€£¥￥]+")
+_YEAR_RE = re.compile(r"(19|20)\d\d")
+MAX_HEADING_CHARS = 40  # a column heading is short; a longer cell is text wrapped over rows
 
 
 def place(word: RawWord, bbox: Box, grid: Grid, cells: list[list[Cell]]) -> bool:
@@ -62,6 +68,38 @@ def clean_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
     columns = [c for c in range(width) if any(row[c] for row in rows)]
     rows = [[row[c] for c in columns] for row in rows]
     return _merge_complementary_columns(rows)
+
+
+def split_header(rows: list[list[Cell]]) -> tuple[list[Cell], list[list[Cell]]]:
+    """(header, body): the first row, joined with the rows under it that are headings too.
+
+    A row continues the header while its first (label) cell is empty and its other cells hold short
+    words or years but no figure; the first row with a label or a figure starts the body, and one body
+    row always remains. Only a first row with an empty cell (a heading spanning columns, or none over
+    the labels) can continue, and only in a table of figures: in a table of text a row with an empty
+    first cell is a wrapped cell, not a heading.
+
+    Args:
+        rows: The table's clean rows (``clean_rows``), at least two.
+    """
+    count = 1
+    while count < len(rows) - 1 and not all(rows[0]) and _is_heading_row(rows[count]):
+        count += 1
+    if not any(_text(cell) and is_figure(_text(cell)) for row in rows[count:] for cell in row[1:]):
+        count = 1
+    header = [[word for row in rows[:count] for word in row[c]] for c in range(len(rows[0]))]
+    return header, rows[count:]
+
+
+def _is_heading_row(row: list[Cell]) -> bool:
+    texts = [_text(cell) for cell in row]
+    return not texts[0] and any(texts) and all(
+        not text or (len(text) <= MAX_HEADING_CHARS and (not is_figure(text) or _YEAR_RE.fullmatch(text)))
+        for text in texts)
+
+
+def _text(cell: Cell) -> str:
+    return "".join(word.text for word in cell)
 
 
 def _group_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:

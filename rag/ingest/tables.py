@@ -22,7 +22,7 @@ from typing import Union
 import pymupdf
 
 from rag.ingest.pdf_layout import RawLine, RawWord
-from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, place
+from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, place, split_header
 from rag.text.language import CJK_RE, count_tokens
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,10 @@ logger = logging.getLogger(__name__)
 MAX_CAPTION_ROWS = 6
 MAX_CAPTION_TOKENS = 40
 MAX_TITLE_TOKENS = 16
+RUNNING_LINE_TOKENS = 12  # a line this long that breaks mid-sentence is running text, not a title
 _SENTENCE_END_RE = re.compile(r"[.。!?！？]\s*$")
+_LOWER_START_RE = re.compile(r"[a-z]{2}")
+_CLAUSE_END_RE = re.compile(r"[.。!?！？:：;；]\s*$")
 _BELOW_CAPTION_RE = re.compile(r"^(table|tab\.)\s*\d|^表\s*[\d一二三四五六七八九十]", re.IGNORECASE)
 
 Piece = tuple[str, Union[RawWord, None]]  # text written into the page, and the word it is (None: markup)
@@ -132,7 +135,9 @@ def _cut_out(items: list[Item], bbox: Box, grid: Grid) -> list[Item]:
         return items  # a framed paragraph or a single column is text, not a table: the words stay
     kept, caption = _take_caption(kept, bbox)
     header, caption = _header_from_caption(caption, rows)
-    block = TableBlock(bbox=bbox, caption=caption, header=header or rows[0], rows=rows if header else rows[1:])
+    if header is None:
+        header, rows = split_header(rows)
+    block = TableBlock(bbox=bbox, caption=caption, header=header, rows=rows)
     return _insert(kept, block)
 
 
@@ -174,7 +179,7 @@ def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLin
         row = [entry for entry in above if entry[2].y1 > nearest[2].y0 + 1]  # the pieces of that visual line
         if edge - nearest[2].y1 > 1.5 * max(nearest[2].height, 1.0) + 2:
             break
-        if any(_is_sentence(line_text(entry[2])) for entry in row):
+        if any(_is_sentence(line_text(entry[2])) for entry in row) or _continues_paragraph(row, lines):
             break  # the end of the paragraph that introduces the table stays in the running text
         if chosen and any(count_tokens(line_text(entry[2])) > MAX_TITLE_TOKENS for entry in row):
             break  # above the line that leads into the table, only title-like lines belong to the caption
@@ -200,8 +205,9 @@ def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLin
 def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tuple[list[Cell] | None, list[RawLine]]:
     """Column headings printed above the ruled table ("2021  2022") become its header row.
 
-    The caption's last visual line counts when it has two or more pieces, all right of the first
-    (label) column, each over a different column.
+    The caption's last visual line counts when it has two or more pieces right of the first (label)
+    column, each over a different column; one piece starting over the label column ("(In millions,
+    except percentages)" left of "2021  2022") is that column's heading.
     """
     above = [line for line in caption if line.y1 <= min(w.box[1] for row in rows for cell in row for w in cell) + 1]
     if not above:
@@ -210,16 +216,42 @@ def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tupl
     row = [line for line in above if line.y1 > bottom - max(line.height, 1.0) / 2]
     spans = [(min(w.box[0] for r in rows for w in r[c]), max(w.box[2] for r in rows for w in r[c]))
              if any(r[c] for r in rows) else None for c in range(len(rows[0]))]
-    if len(row) < 2 or spans[0] is None or any(line.x0 < spans[0][1] - 2 for line in row):
+    if spans[0] is None:
         return None, caption
-    header: list[Cell] = [[] for _ in spans]
-    for line in row:
+    stub = [line for line in row if line.x0 < spans[0][1] - 2]
+    headings = [line for line in row if line not in stub]
+    if len(headings) < 2 or len(stub) > 1 or any(line.x0 > spans[0][0] + 2 or line.x1 > min(
+            line.x0 for line in headings) for line in stub):
+        return None, caption
+    header: list[Cell] = [list(stub[0].words) if stub else []] + [[] for _ in spans[1:]]
+    for line in headings:
         centre = (line.x0 + line.x1) / 2
         column = min(range(1, len(spans)), key=lambda c: _distance(centre, spans[c]))
         if header[column]:
             return None, caption  # two headings over one column: not a header row
         header[column] = list(line.words)
     return header, [line for line in caption if line not in row]
+
+
+def _continues_paragraph(row: list[tuple[int, int, RawLine]], lines: list[tuple[int, int, RawLine]]) -> bool:
+    """Whether a visual line is the last line of a paragraph ("by economic factors (in millions):").
+
+    It starts with a lower-case word, or it ends like a sentence or clause while the line right above
+    it is running text (a long line) that breaks mid-sentence. A title ("(Unaudited)", "单位：元") ends
+    without a full stop or colon even when a long line is right above it.
+    """
+    first = min(row, key=lambda entry: entry[2].x0)[2]
+    last = max(row, key=lambda entry: entry[2].x1)[2]
+    if _LOWER_START_RE.match(line_text(first)):  # two lower-case letters: "a、对合并报表的影响" is an item title
+        return True
+    if not _CLAUSE_END_RE.search(line_text(last)):
+        return False
+    top = min(entry[2].y0 for entry in row)
+    above = [entry[2] for entry in lines if entry[2].y1 <= top + 1 and top - entry[2].y1 < max(first.height, 1.0)]
+    if not above:
+        return False
+    previous = line_text(max(above, key=lambda line: (line.y1, -line.x0)))
+    return count_tokens(previous) > RUNNING_LINE_TOKENS and not _CLAUSE_END_RE.search(previous)
 
 
 def _is_sentence(text: str) -> bool:

@@ -60,3 +60,19 @@ def test_ingest_stores_the_outline_vector_for_a_table_and_the_markdown_as_its_te
     assert stored["text"] == table.text and table.context
     assert np.allclose(stored["embedding"], embedder.get_text_embedding(embedding_text(table)), atol=1e-6)
     assert not np.allclose(stored["embedding"], embedder.get_text_embedding(table.text), atol=1e-3)
+
+
+def test_bm25_finds_a_quarter_table_by_the_words_people_ask_with(tmp_path: Path) -> None:
+    from rag.index.keywords import KeywordIndex
+
+    table = "\n".join(["STATEMENTS OF OPERATIONS", "Three Months Ended March 31,", "|  | 2021 | 2022 |",
+                       "| --- | --- | --- |", "| Revenue | $ 2,903 | $ 6,854 |"])
+    prose = "Revenue grew in the year; see the statements of operations for 2021 and 2022."
+    chunks = [Chunk(chunk_id=f"d:{i}", doc_id="d", file_name="d.pdf", text=text, index=i, page_start=1, page_end=1,
+                    char_start=0, char_end=len(text), kind=kind)
+              for i, (text, kind) in enumerate([(table, "table"), (prose, "text"), (table, "text")])]
+    assert "Q1 2022" in keyword_text(chunks[0]) and "Q1" not in keyword_text(chunks[2])  # tables only
+    index = KeywordIndex(tmp_path / "bm25")
+    index.add("d", chunks)
+    assert index.search("revenue in Q1 2022", k=3)[0].chunk_id == "d:0"
+    assert index.search("revenue in the first quarter of 2022", k=3)[0].chunk_id == "d:0"

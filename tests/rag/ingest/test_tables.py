@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rag.answer.citations import best_quote
 from rag.answer.highlight import locate_passage
 from rag.config import ChunkingConfig, RagConfig
@@ -13,7 +15,7 @@ from rag.ingest.ingestor import Ingestor
 from rag.ingest.options import ParseOptions
 from rag.ingest.parse import parse_file
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import clean_rows
+from rag.ingest.table_grid import clean_rows, split_header
 from rag.index.store import DocumentStore
 from rag.text.language import count_tokens
 from tests import fixtures
@@ -175,3 +177,103 @@ def test_documents_without_tables_chunk_over_the_whole_text_as_before(tmp_path: 
     expected = [trim(text, a, b) for a, b in pack(text, recursive_split(text, 0, len(text), 60), 60, 10)]
     assert [(c.char_start, c.char_end) for c in chunks] == [span for span in expected if span[0] < span[1]]
     assert all(c.kind == "text" for c in chunks)
+
+
+def _paragraph_over_table(directory: Path, lines: list[str], *, name: str = "lead.pdf") -> Path:
+    """A paragraph (``lines``, one per line, 13 pt apart) whose last line sits right above a ruled table."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y = 90.0
+    for line in lines:
+        page.insert_text((72, y), line, fontname="helv", fontsize=9)
+        y += 13
+    y -= 6
+    for row in [("", "2021", "2022"), ("Freight revenue", "301", "1,824"), ("Total revenue", "2,903", "6,854")]:
+        page.draw_line((72, y), (520, y), width=0.8)
+        for x, cell in zip((72, 300, 420), row):
+            page.draw_line((x, y), (x, y + 18), width=0.8)
+            page.insert_text((x + 4, y + 13), cell, fontname="helv", fontsize=9)
+        page.draw_line((520, y), (520, y + 18), width=0.8)
+        y += 18
+        page.draw_line((72, y), (520, y), width=0.8)
+    path = directory / name
+    doc.save(path)
+    return path
+
+
+PARAGRAPH = ["The following tables present our revenues disaggregated by offering and geographical region. Revenue",
+             "by geographical region is based on where the transaction occurred. This level of disaggregation takes",
+             "into consideration how the nature, amount, timing, and uncertainty of revenue and cash flows are affected"]
+
+
+def test_the_last_line_of_a_paragraph_above_a_table_is_no_caption(tmp_path: Path) -> None:
+    for tail in ("by economic factors (in millions):", "Report on Form 10-Q."):
+        page = parse_file(_paragraph_over_table(tmp_path, [*PARAGRAPH, tail], name=f"{tail[:2]}.pdf")).pages[0]
+        [span] = page.tables
+        assert span.caption == ""
+        assert page.text[span.start:span.end].startswith("|  | 2021 | 2022 |")
+        assert tail in page.text[:span.start]  # the paragraph stays whole in the running text
+
+
+def test_a_title_under_a_finished_paragraph_is_still_the_caption(tmp_path: Path) -> None:
+    lines = [*PARAGRAPH[:2], "into consideration how revenue is affected by economic factors:", "Revenue by Offering"]
+    page = parse_file(_paragraph_over_table(tmp_path, lines)).pages[0]
+    [span] = page.tables
+    assert span.caption == "Revenue by Offering"
+
+
+def _rows(*texts: tuple[str, ...]) -> list[list[list[RawWord]]]:
+    return [[[_word(text, 2 + 60 * c, 5 + 20 * r)] if text else [] for c, text in enumerate(row)]
+            for r, row in enumerate(texts)]
+
+
+def _texts(row: list[list[RawWord]]) -> list[str]:
+    return ["".join(w.text for w in cell) for cell in row]
+
+
+def test_a_header_printed_over_several_rows_is_one_header_row() -> None:
+    rows = _rows(("", "", "本年比上年", ""), ("", "2019 年", "", "2018 年"), ("", "", "增减", "调整后"),
+                 ("营业收入（元）", "39,608", "6.94%", "37,036"), ("", "总计", "", ""), ("总资产（元）", "29,359", "-14.18%", "34,211"))
+    header, body = split_header(rows)
+    assert _texts(header) == ["", "2019 年", "本年比上年增减", "2018 年调整后"]
+    assert [_texts(row)[0] for row in body] == ["营业收入（元）", "", "总资产（元）"]  # the body starts at the first label
+
+
+@pytest.mark.parametrize("texts", [
+    (("", "2021", "2022"), ("", "$ 2,903", "$ 6,854"), ("Revenue", "1", "2")),  # figures under the years: a body row
+    (("Standard", "(1) material weakness", ""), ("", "(2) a second paragraph of the cell", ""),
+     ("Note", "(3) more", "")),  # text in cells: an empty first cell is a wrapped cell
+    (("Item", "2019", "2018"), ("", "restated", "restated"), ("Revenue", "1", "2")),  # a complete first row
+], ids=["figures", "text-table", "complete-first-row"])
+def test_rows_that_are_no_headings_stay_in_the_body(texts: tuple[tuple[str, ...], ...]) -> None:
+    rows = _rows(*texts)
+    header, body = split_header(rows)
+    assert _texts(header) == list(texts[0]) and len(body) == len(texts) - 1
+
+
+def test_headings_over_the_ruled_part_with_a_stub_heading_become_the_header_row(tmp_path: Path) -> None:
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), "Sales and Marketing", fontname="helv", fontsize=9)
+    for x, text in ((72, "(In millions, except percentages)"), (320, "2021"), (440, "2022")):
+        page.insert_text((x, 106), text, fontname="helv", fontsize=9)
+    y = 112.0
+    for row in [("Sales and marketing", "1,103", "1,263"), ("Percentage of revenue", "38 %", "18 %")]:
+        page.draw_line((72, y), (520, y), width=0.8)
+        for x, cell in zip((72, 300, 420), row):
+            page.draw_line((x, y), (x, y + 18), width=0.8)
+            page.insert_text((x + 20, y + 13), cell, fontname="helv", fontsize=9)
+        page.draw_line((520, y), (520, y + 18), width=0.8)
+        y += 18
+        page.draw_line((72, y), (520, y), width=0.8)
+    doc.save(tmp_path / "stub.pdf")
+    parsed = parse_file(tmp_path / "stub.pdf").pages[0]
+    [span] = parsed.tables
+    lines = parsed.text[span.start:span.end].splitlines()
+    assert lines[0] == "Sales and Marketing"
+    assert lines[1] == "| (In millions, except percentages) | 2021 | 2022 |"
+    assert lines[3] == "| Sales and marketing | 1,103 | 1,263 |" and span.rows == 2  # a body row, not the header

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.text.table_text import is_figure, split_markdown_table, table_outline
+from rag.text.table_text import is_figure, period_names, split_markdown_table, table_outline, table_period_words
 
 BALANCE = "\n".join([
     "CONDENSED CONSOLIDATED BALANCE SHEETS",
@@ -53,3 +53,42 @@ def test_the_header_keeps_its_years_and_rows_keep_every_word_cell() -> None:
 
 def test_a_chunk_without_markdown_rows_is_its_own_outline() -> None:
     assert table_outline("Revenue 6,854 2,903", context="Uber") == "Uber\nRevenue 6,854 2,903"
+
+
+OPERATIONS = "\n".join([
+    "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS",
+    "Three Months Ended March 31,",
+    "|  | 2021 | 2022 |",
+    "| --- | --- | --- |",
+    "| Revenue | $ 2,903 | $ 6,854 |",
+])
+
+
+@pytest.mark.parametrize("caption, header, names", [
+    (["Three Months Ended March 31,"], ["", "2021", "2022"], ["first quarter 2021 Q1 2021", "first quarter 2022 Q1 2022"]),
+    (["Three Months Ended September 30, 2023"], [""], ["third quarter 2023 Q3 2023"]),
+    ([], ["", "Quarter Ended June 30, 2020"], ["second quarter 2020 Q2 2020"]),
+    (["Six Months Ended June 30,"], ["", "2022"], ["first half 2022 H1 2022 first six months 2022"]),
+    (["Nine Months Ended September 30,"], ["", "2022"], ["first nine months 2022"]),
+], ids=["q1-years-in-header", "q3-year-in-caption", "quarter-ended", "first-half", "nine-months"])
+def test_a_period_ending_on_a_calendar_quarter_end_gets_the_names_people_ask_with(
+        caption: list[str], header: list[str], names: list[str]) -> None:
+    assert period_names(caption, header) == names
+
+
+@pytest.mark.parametrize("caption, header", [
+    (["Three Months Ended December 28,"], ["", "2021", "2022"]),  # a fiscal quarter, not a calendar one
+    (["Six Months Ended March 31,"], ["", "2022"]),  # six months to March are no calendar half
+    (["(In millions)"], ["", "As of March 31, 2022"]),  # a balance date is no period
+    (["Year Ended December 31,"], ["", "2021"]),
+], ids=["fiscal-quarter", "odd-half", "balance-date", "year"])
+def test_other_periods_get_no_names(caption: list[str], header: list[str]) -> None:
+    assert period_names(caption, header) == []
+
+
+def test_the_outline_and_the_keyword_text_name_the_quarters_after_the_header() -> None:
+    lines = table_outline(OPERATIONS).splitlines()
+    assert lines[2:4] == ["2021 | 2022", "first quarter 2021 Q1 2021 | first quarter 2022 Q1 2022"]
+    assert lines[4] == "Revenue"
+    assert table_period_words(OPERATIONS) == "first quarter 2021 Q1 2021 | first quarter 2022 Q1 2022"
+    assert table_period_words(BALANCE) == ""
