@@ -36,7 +36,12 @@ logger = logging.getLogger(__name__)
 PROBE_LANGUAGES = "chi_sim+chi_tra"
 PROBE_BAND = 0.1  # share of the page height the probe reads
 PROBE_DPI = 200
-GLYPH_WEIGHT = 0.5  # weight of the glyph vote against the models' vote (chosen on the probe set)
+MAX_BANDS = 3
+# chosen on the probe set (python -m rag.lab.ocr_probe_set; docs/documents.md), in the middle of the
+# range that scored best there (20-30 characters, weight 0.5-1, margin 0-0.2)
+MIN_EVIDENCE = 20  # script-specific characters after which no further band is read
+GLYPH_WEIGHT = 1.0  # weight of the glyph vote against the models' vote
+TRADITIONAL_MARGIN = 0.1  # the mixed run leans to chi_tra on simplified print: traditional must win by this
 _INK = 128  # gray level below which a pixel is ink
 _MIN_SHARED = 3  # shared characters needed to scale the glyph comparison
 # frequent characters that differ between the scripts (from CMRC2018's text, ambiguous pairs removed)
@@ -64,49 +69,80 @@ def _model_vote(text: str) -> float:
     return (traditional - simplified) / max(simplified + traditional, 1)
 
 
+def _specific(text: str) -> int:
+    """How many characters of ``text`` are specific to one script (in the frequent-character tables)."""
+    return sum(text.count(char) for char in _SIMPLIFIED + _TRADITIONAL)
+
+
 def probe_script(pdf_page: pymupdf.Page, tessdata: Path) -> str:
-    """The Tesseract language of a scanned page, from one band of its densest text (a few seconds).
+    """The Tesseract language of a scanned page, from bands of its densest text (a few seconds).
 
     Reading the whole page with several models costs twice a normal pass (Chinese is ~15 s a page
-    here), so only a band of about a tenth of the page is read, widened to blank rows so that no
-    line is cut in half.
+    here), so bands of about a tenth of the page are read, densest first, until they hold
+    ``MIN_EVIDENCE`` characters that differ between the scripts (at most ``MAX_BANDS``): on real
+    layouts the densest band is often a table of figures with a handful of Chinese words.
     """
-    pixmap = pdf_page.get_pixmap(dpi=PROBE_DPI, clip=probe_band(pdf_page))  # RGB: the OCR writer needs it
+    text, votes, counted = "", 0, 0
+    for band in probe_bands(pdf_page)[:MAX_BANDS]:
+        band_text, band_votes, band_counted = _read_band(pdf_page, band, tessdata)
+        text, votes, counted = text + band_text, votes + band_votes, counted + band_counted
+        if detect_language(text) == "en":
+            return "eng"
+        if _specific(text) >= MIN_EVIDENCE:
+            break
+    models, glyphs = _model_vote(text), votes / max(counted, 1)
+    logger.info("OCR language probe: models' vote %.2f, glyph vote %.2f (%d characters)", models, glyphs, counted)
+    return "chi_tra" if models + GLYPH_WEIGHT * glyphs > TRADITIONAL_MARGIN else "chi_sim"
+
+
+def _read_band(pdf_page: pymupdf.Page, band: pymupdf.Rect, tessdata: Path) -> tuple[str, int, int]:
+    """OCR of one band with ``PROBE_LANGUAGES``: its text and glyph tally (see ``glyph_tally``)."""
+    pixmap = pdf_page.get_pixmap(dpi=PROBE_DPI, clip=band)  # RGB: Tesseract's PDF writer reads no grayscale here
     pixmap.set_origin(0, 0)
     with pymupdf.open("pdf", pixmap.pdfocr_tobytes(language=PROBE_LANGUAGES, tessdata=str(tessdata))) as probe:
         page = probe[0]
-        text = page.get_text()
-        if detect_language(text) == "en":
-            return "eng"
         chars = [(char["c"], char["bbox"]) for block in page.get_text("rawdict")["blocks"]
                  for line in block.get("lines", []) for span in line["spans"] for char in span["chars"]]
-        scale = pixmap.width / page.rect.width
+        text, scale = page.get_text(), pixmap.width / page.rect.width
     gray = pymupdf.Pixmap(pymupdf.csGRAY, pixmap)
     ink = np.frombuffer(gray.samples, dtype=np.uint8).reshape(gray.height, gray.stride)[:, :gray.width] < _INK
-    models, glyphs = _model_vote(text), glyph_vote(chars, ink, scale)
-    logger.info("OCR language probe: models' vote %.2f, glyph vote %.2f", models, glyphs)
-    return "chi_tra" if models + GLYPH_WEIGHT * glyphs > 0 else "chi_sim"
+    return (text, *glyph_tally(chars, ink, scale))
 
 
-def probe_band(pdf_page: pymupdf.Page) -> pymupdf.Rect:
-    """The band of ``PROBE_BAND`` of the page height holding the most ink, widened to blank rows."""
+def probe_bands(pdf_page: pymupdf.Page) -> list[pymupdf.Rect]:
+    """Bands of ``PROBE_BAND`` of the page height, most ink first, not overlapping, widened to blank rows.
+
+    Rows inked across most of the page width are ruling lines, not text, and do not count.
+    """
     small = pdf_page.get_pixmap(dpi=36, colorspace=pymupdf.csGRAY)
-    ink = (np.frombuffer(small.samples, dtype=np.uint8).reshape(small.height, small.stride)[:, :small.width]
-           < _INK).sum(axis=1)
+    image = np.frombuffer(small.samples, dtype=np.uint8).reshape(small.height, small.stride)[:, :small.width] < _INK
+    ink = image.sum(axis=1).astype(float)
+    ink[ink > 0.6 * small.width] = 0
     size = max(1, int(small.height * PROBE_BAND))
-    start = int(np.argmax(np.convolve(ink, np.ones(size), mode="valid"))) if len(ink) > size else 0
-    end = min(small.height, start + size)
-    while start > 0 and ink[start]:
-        start -= 1
-    while end < small.height and ink[end - 1]:
-        end += 1
-    rect = pdf_page.rect
-    return pymupdf.Rect(rect.x0, rect.y0 + rect.height * start / small.height,
-                        rect.x1, rect.y0 + rect.height * end / small.height)
+    rect, bands = pdf_page.rect, []
+    while ink.any() and len(bands) < MAX_BANDS:
+        start = int(np.argmax(np.convolve(ink, np.ones(size), mode="valid"))) if len(ink) > size else 0
+        end = min(small.height, start + size)
+        while start > 0 and ink[start - 1]:
+            start -= 1
+        while end < small.height and ink[end]:
+            end += 1
+        ink[start:end] = 0
+        bands.append(pymupdf.Rect(rect.x0, rect.y0 + rect.height * start / small.height,
+                                  rect.x1, rect.y0 + rect.height * end / small.height))
+    return bands or [rect]
 
 
 def glyph_vote(chars: list[tuple[str, tuple[float, float, float, float]]], ink: np.ndarray, scale: float) -> float:
-    """(traditional - simplified) / all, over characters whose glyph's ink is nearer one script's form.
+    """(traditional - simplified) / all, over characters whose glyph's ink is nearer one script's form."""
+    votes, counted = glyph_tally(chars, ink, scale)
+    return votes / max(counted, 1)
+
+
+def glyph_tally(chars: list[tuple[str, tuple[float, float, float, float]]], ink: np.ndarray,
+                scale: float) -> tuple[int, int]:
+    """(votes, characters compared): each character whose two forms differ votes +1 when its ink is
+    nearer the traditional form, -1 when nearer the simplified one.
 
     Args:
         chars: OCR'd characters with their boxes, in the probe page's coordinates.
@@ -128,14 +164,14 @@ def glyph_vote(chars: list[tuple[str, tuple[float, float, float, float]]], ink: 
         else:
             differing.append((amount, simplified, traditional))
     if len(shared) < _MIN_SHARED or not differing:
-        return 0.0
+        return 0, 0
     factor = statistics.median(shared)  # this band's ink per unit of reference ink
     votes = 0
     for amount, simplified, traditional in differing:
         to_simple = abs(math.log(amount / (factor * _reference_ink(simplified))))
         to_traditional = abs(math.log(amount / (factor * _reference_ink(traditional))))
         votes += (to_simple > to_traditional) - (to_traditional > to_simple)
-    return votes / len(differing)
+    return votes, len(differing)
 
 
 @lru_cache(maxsize=4096)

@@ -9,7 +9,7 @@ import pymupdf
 import pytest
 
 from rag.ingest.ocr import find_tessdata, probe_script, script_of
-from rag.ingest.ocr_probe import PROBE_DPI, probe_band
+from rag.ingest.ocr_probe import PROBE_DPI, probe_bands
 from rag.text.script import to_traditional
 
 pytestmark = pytest.mark.integration
@@ -52,7 +52,7 @@ def test_a_single_model_writes_its_own_script_whatever_is_printed(tmp_path: Path
     # the probe still finds traditional from the glyphs and the mixed run together.
     tessdata = find_tessdata()
     with pymupdf.open(_scan(tmp_path, "chi_tra", "")) as doc:
-        pixmap = doc[0].get_pixmap(dpi=PROBE_DPI, clip=probe_band(doc[0]))
+        pixmap = doc[0].get_pixmap(dpi=PROBE_DPI, clip=probe_bands(doc[0])[0])
         pixmap.set_origin(0, 0)
         with pymupdf.open("pdf", pixmap.pdfocr_tobytes(language="chi_sim", tessdata=str(tessdata))) as read:
             written = read[0].get_text()
