@@ -23,27 +23,19 @@ import subprocess
 from pathlib import Path
 from typing import Mapping
 
-import numpy as np
 import pymupdf
 
+from rag.ingest.ocr_probe import PROBE_BAND, PROBE_LANGUAGES, probe_script, script_of  # noqa: F401 - re-exported
 from rag.ingest.pdf_layout import TEXT_FLAGS, RawLine, RawWord, clean_text
-from rag.text.language import CJK_IDEOGRAPHS, detect_language
+from rag.text.language import CJK_IDEOGRAPHS
 
 logger = logging.getLogger(__name__)
 
 ALL_PACKAGES = ("tesseract-ocr", "tesseract-ocr-eng", "tesseract-ocr-chi-sim", "tesseract-ocr-chi-tra")
 INSTALL_HINT = f"install Debian's {' '.join(ALL_PACKAGES)} (apt-get install -y {' '.join(ALL_PACKAGES)})"
-# Read by the probe that picks the language of a document without a text layer. Both Chinese models read
-# Latin text well, and in a mixed run each word goes to the model that reads it best, so the script of
-# the result tells English, simplified and traditional Chinese apart.
-PROBE_LANGUAGES = "chi_sim+chi_tra"
-PROBE_BAND = 0.1  # share of the page height the probe reads
 _SEARCH_PATTERNS = ("/usr/share/tesseract-ocr/*/tessdata", "/usr/share/tessdata", "/usr/local/share/tessdata",
                     "/usr/local/share/tesseract-ocr/*/tessdata", "/opt/homebrew/share/tessdata")
 _CJK_CHAR_RE = re.compile(f"[{CJK_IDEOGRAPHS}\u3000-\u303f\uff00-\uffef]")
-# frequent characters that differ between the scripts (from CMRC2018's text, ambiguous pairs removed)
-_SIMPLIFIED = "为于国后学时个与会线长发体区东亚来现车开动尔电称内赛经间马对场这种当军队鱼龙号过设员业两进将岛语类数广约华条头达湾机关联罗从属们无战门则务兰运视传乐该陆铁总较统结实计说处获产单带点组纪应连县级离张侧黄选万画创参节书资气剧专历阳红风师权汉别认奥议义际转举维没据领变标还层术观论构亲见协决团质状职办卫兴镇"
-_TRADITIONAL = "為於國後學時個與會線長發體區東亞來現車開動爾電稱內賽經間馬對場這種當軍隊魚龍號過設員業兩進將島語類數廣約華條頭達灣機關聯羅從屬們無戰門則務蘭運視傳樂該陸鐵總較統結實計說處獲產單帶點組紀應連縣級離張側黃選萬畫創參節書資氣劇專歷陽紅風師權漢別認奧議義際轉舉維沒據領變標還層術觀論構親見協決團質狀職辦衛興鎮"
 
 
 class OcrUnavailableError(RuntimeError):
@@ -98,46 +90,6 @@ def needs_ocr(pdf_page: pymupdf.Page, text: str) -> bool:
         return bool(pdf_page.get_images(full=False)) or bool(pdf_page.get_cdrawings())
     except RuntimeError:  # a broken content stream: there is nothing OCR could be sure to render either
         return False
-
-
-def script_of(text: str) -> str:
-    """The Tesseract language for ``text``: ``eng``, ``chi_sim`` or ``chi_tra``.
-
-    Chinese is told apart by frequent characters that differ between the two scripts. ``chi_sim`` and
-    ``chi_tra`` read Latin letters and digits well (99.8% on the English test scans), so a Chinese
-    document needs no ``+eng``, which would halve the speed.
-    """
-    if detect_language(text) == "en":
-        return "eng"
-    simplified = sum(text.count(char) for char in _SIMPLIFIED)
-    traditional = sum(text.count(char) for char in _TRADITIONAL)
-    return "chi_tra" if traditional > simplified else "chi_sim"
-
-
-def probe_script(pdf_page: pymupdf.Page, tessdata: Path) -> str:
-    """The Tesseract language of a scanned page, from a band of its densest text (a few seconds).
-
-    Reading the whole page with several models costs twice a normal pass (Chinese is ~15 s a page
-    here), so only a band of about a tenth of the page is read, widened to blank rows so that no
-    line is cut in half.
-    """
-    small = pdf_page.get_pixmap(dpi=36, colorspace=pymupdf.csGRAY)
-    ink = (np.frombuffer(small.samples, dtype=np.uint8).reshape(small.height, small.stride)[:, :small.width]
-           < 128).sum(axis=1)
-    size = max(1, int(small.height * PROBE_BAND))
-    start = int(np.argmax(np.convolve(ink, np.ones(size), mode="valid"))) if len(ink) > size else 0
-    end = min(small.height, start + size)
-    while start > 0 and ink[start]:
-        start -= 1
-    while end < small.height and ink[end - 1]:
-        end += 1
-    rect = pdf_page.rect
-    band = pymupdf.Rect(rect.x0, rect.y0 + rect.height * start / small.height,
-                        rect.x1, rect.y0 + rect.height * end / small.height)
-    pixmap = pdf_page.get_pixmap(dpi=200, clip=band)  # RGB: Tesseract's PDF writer reads no grayscale here
-    pixmap.set_origin(0, 0)
-    with pymupdf.open("pdf", pixmap.pdfocr_tobytes(language=PROBE_LANGUAGES, tessdata=str(tessdata))) as probe:
-        return script_of(probe[0].get_text())
 
 
 def ocr_textpage(pdf_page: pymupdf.Page, languages: str, dpi: int, tessdata: Path) -> pymupdf.TextPage:
