@@ -87,6 +87,23 @@ CALIBRATED_VERIFY: dict[tuple[str, str], tuple[float, float]] = {
 }
 
 
+# The post-draft confidence check per bundled model and question language, (signal, minimum) of the answer's
+# first phrase (rag.answer.confidence), chosen by `python -m rag.lab tune-trust` with the gate and the verifier
+# above. Only tuned pairs are listed; any other model uses generation.answer_confidence_min (0 = off).
+CALIBRATED_CONFIDENCE: dict[tuple[str, str], tuple[str, float]] = {}
+
+
+def confidence_threshold_for(llm: LLM, settings: Any, language: str = "en") -> tuple[str, float]:
+    """(signal, minimum) of the confidence check: the bundled model's tuned pair when ``answer_check_calibrated``,
+    else ``answer_confidence_signal`` and ``answer_confidence_min`` from the settings."""
+    if settings.answer_check_calibrated:
+        name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+        pair = CALIBRATED_CONFIDENCE.get((name, "zh" if language == "zh" else "en"))
+        if pair is not None:
+            return pair
+    return settings.answer_confidence_signal, settings.answer_confidence_min
+
+
 def verify_thresholds_for(llm: LLM, settings: Any, language: str = "en") -> tuple[float, float]:
     """(anchor_min, verify_threshold): the bundled model's tuned pair when ``answer_check_calibrated``, else
     ``verify_anchor_min`` and ``verify_threshold`` from the settings."""
