@@ -1,8 +1,8 @@
 """How sure the model was of its answer's first phrase, from the probabilities of the tokens it chose.
 
-The answering backends record, for the first ``CONFIDENCE_TOKENS`` generated tokens, each token's text and
-the probability the model gave it (``last_token_probs``: llama.cpp's logits for the embedded model, the
-server's ``logprobs`` for an OpenAI-compatible one). The English answer prompt makes the model start with
+The answering backends record, for the first generated tokens (``rag.models.token_probs.CONFIDENCE_TOKENS``),
+each token's text and the probability the model gave it (``last_token_probs``: llama.cpp's logits for the
+embedded model, the server's ``logprobs`` for an OpenAI-compatible one). The English answer prompt makes the model start with
 the shortest phrase a source states (rag.prompts): the probabilities of that phrase, the tokens before the
 first ``[n]`` marker or the end of the first sentence, say whether it copied an answer it found or guessed
 one. Three figures come out of it:
@@ -21,9 +21,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-# tokens whose probabilities are recorded per answer: the first phrase is seldom longer, and a softmax over
-# the ~150k-token vocabulary per step costs about a millisecond
-CONFIDENCE_TOKENS = 16
 SIGNALS = ("mean_p", "min_p", "first_p")
 _PHRASE_END = re.compile(r"\[|[.!?](?=\s)|[。！？；;\n]")
 

@@ -29,7 +29,7 @@ from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_ca
 from llama_index.core.llms.custom import CustomLLM
 
 from rag.models.assets import GGUFSpec, verify_gguf
-from rag.models.token_probs import TokenRecorder
+from rag.models.token_probs import CONFIDENCE_TOKENS, TokenRecorder
 from rag.models.turns import ModelTurns
 
 logger = logging.getLogger(__name__)
@@ -38,9 +38,6 @@ _SAMPLING_KWARGS = ("temperature", "max_tokens", "stop", "top_p", "top_k", "repe
 # the answer that follows a yes/no check starts a few ms after it on the same thread; keeping the model for
 # it means llama.cpp evaluates a dozen new tokens, not the whole prompt that another question would evict
 CHECK_KEEPS_MODEL_S = 0.5
-# answer tokens whose probability is recorded (rag.answer.confidence reads the first phrase from them); the
-# softmax over the whole vocabulary is paid only for these steps
-CONFIDENCE_TOKENS = 16
 
 
 class EmbeddedLLM(CustomLLM):

@@ -5,6 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+# answer tokens whose probability is recorded: the answer's first phrase is seldom longer, and the embedded
+# model's softmax over the whole vocabulary (~150k tokens) is paid only for these steps
+CONFIDENCE_TOKENS = 16
+
 
 class TokenRecorder:
     """A llama.cpp logits processor recording the probability of each chosen token for the first ``limit`` steps.
@@ -45,3 +49,16 @@ class TokenRecorder:
             out.append((detokenize(token), round(math.exp(float(log_probs[token])), 6),
                         round(math.exp(float(log_probs[best])), 6)))
         return out
+
+
+def server_token_probs(choice: Any) -> list[tuple[str, float, float]]:
+    """(text, P(token), P(likeliest)) of a streamed chunk's tokens; empty when the server sent no logprobs."""
+    out = []
+    for item in getattr(getattr(choice, "logprobs", None), "content", None) or []:
+        try:
+            p = math.exp(float(item.logprob))
+            tops = [math.exp(float(t.logprob)) for t in getattr(item, "top_logprobs", None) or []]
+            out.append((str(item.token), round(p, 6), round(max([p, *tops]), 6)))
+        except (TypeError, ValueError, AttributeError):  # a server's odd logprobs must not fail the answer
+            continue
+    return out
