@@ -228,7 +228,8 @@ def format_result(result: dict[str, Any]) -> str:
               f"{s['answered_and_right']}" for name, s in result["per_file"].items()]
     lines.append("AUC (answerable above unanswerable; 0.5 = no signal):")
     for name, aucs in result["auc"].items():
-        lines.append(f"  {name}: " + ", ".join(f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in aucs.items()))
+        lines.append(f"  {name} ({aucs['n']}): " + ", ".join(f"{k} {'n/a' if v is None else f'{v:.3f}'}"
+                                                          for k, v in aucs.items() if k != "n"))
     lines.append("curve (abstention / false abstention / answered-and-right / settings):")
     lines += [f"  {p['abstention']:.2f} / {p['false_abstention']:.2f} / {p['answered_and_right']:.2f}  bias {p['bias']}, "
               f"anchor {p['anchor_min']}, verify {p['verify_threshold']}, {p['confidence_signal']} >= {p['confidence_min']}"
