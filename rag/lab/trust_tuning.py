@@ -94,7 +94,10 @@ class Replay:
         self.file = np.array([i for i, (_, rs) in enumerate(sets) for _ in rs], dtype=int)
         self.files = len(sets)
         self.unanswerable = np.array([bool(r["unanswerable"]) for r in rows])
-        self.right = np.array([bool(r.get("right")) for r in rows])
+        # a report row the confidence check refused was scored as not shown: whether its draft held a gold answer
+        # says whether a looser threshold would have shown a right answer (tune rows record, so never refuse so)
+        self.right = np.array([bool(r.get("right")) or (r.get("refused_by") == "confidence" and bool(r.get("gold_in_draft")))
+                               for r in rows])
         self.refused = np.array([r["refused_by"] in ("no sources", "model") or bool(r.get("error")) for r in rows])
         p_yes = [(r.get("answerability") or {}).get("p_yes") for r in rows]
         self.gate_score = np.array([np.inf if p is None else w[0] * p + w[1] * coverage_of(r)
