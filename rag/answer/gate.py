@@ -73,7 +73,9 @@ CALIBRATED_GATES: dict[tuple[str, str], Gate] = {
     # extract-first English prompt, pooled SQuAD 2.0 tune (30 + 30) and ACE-whQA tune (20 + 20), each set weighing
     # equally; the offset lets every question through (the anchor and the confidence check do the refusing)
     ("qwen2.5-1.5b-instruct", "en"): Gate(0.5237, 0.4763, -0.10348),
-    ("qwen2.5-1.5b-instruct", "zh"): Gate(-0.1168, 0.8832, -0.53806),
+    # CJRC tune (20 + 20): P(yes), coverage and their line rank answerable above unanswerable at chance (AUC 0.48,
+    # 0.54, 0.52), so the gate records without refusing (the line tune-trust fitted to that noise refused 70%)
+    ("qwen2.5-1.5b-instruct", "zh"): Gate(1.0, 0.0, 0.0),
     ("qwen2.5-0.5b-instruct", "en"): Gate(0.065, 0.935, -0.57913),
     ("qwen2.5-0.5b-instruct", "zh"): Gate(0.2148, 0.7852, -0.58032),
 }
@@ -83,7 +85,7 @@ CALIBRATED_GATES: dict[tuple[str, str], Gate] = {
 # claim threshold came out 0.0: with these models the LLM's claim yes/no never removes a claim.
 CALIBRATED_VERIFY: dict[tuple[str, str], tuple[float, float]] = {
     ("qwen2.5-1.5b-instruct", "en"): (0.4, 0.0),  # pooled English tune rows, with the gate and confidence
-    ("qwen2.5-1.5b-instruct", "zh"): (0.0, 0.0),
+    ("qwen2.5-1.5b-instruct", "zh"): (0.0, 0.2),  # CJRC tune 20 + 20, with the gate off
     ("qwen2.5-0.5b-instruct", "en"): (0.0, 0.0),
     ("qwen2.5-0.5b-instruct", "zh"): (0.0, 0.0),
 }
