@@ -178,7 +178,9 @@ def render_refusal(result: AnswerResult, *, key: str, ask_anyway: bool) -> None:
     failed = [c for c in result.verification if not c.get("supported")]
     if failed:
         lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in failed)
-        st.caption(f"Not answered: the draft's claims are not stated by the sources they cite:\n\n{lines}")
+        why = ("the model was unsure of its answer" if all(c.get("check") == "confidence" for c in failed)
+               else "the draft's claims are not stated by the sources they cite")
+        st.caption(f"Not answered: {why}:\n\n{lines}")
         return
     st.caption("The answer was not found in the documents searched.")
 

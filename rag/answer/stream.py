@@ -19,10 +19,10 @@ from typing import Any, ContextManager, Iterator, Protocol, Sequence
 from llama_index.core.base.llms.types import ChatMessage
 
 from rag.answer.citations import abstain_text, add_inferred_markers, cited_sentences, is_abstention
-from rag.answer.gate import Verdict, verify_thresholds_for
-from rag.answer.llm_runner import LLMRunner
+from rag.answer.confidence import answer_confidence, check_confidence
+from rag.answer.gate import Verdict, confidence_threshold_for, verify_thresholds_for
 from rag.answer.groundedness import check_groundedness
-from rag.answer.llm_runner import RequestLLM
+from rag.answer.llm_runner import LLMRunner, RequestLLM
 from rag.answer.locate import locate_citations
 from rag.answer.types import AnswerResult, Citation, Source
 from rag.answer.verify import revise, verify_claims
@@ -90,6 +90,7 @@ class AnswerStream:
         self._result: AnswerResult | None = None
         self._verification: list[dict[str, Any]] = []
         self._draft = ""
+        self._confidence: dict[str, Any] | None = None
 
     def __iter__(self) -> Iterator[str]:
         if self._consumed or self._iterating:
@@ -166,6 +167,10 @@ class AnswerStream:
             self._timings["context_tokens"] = int(stats.get("context_tokens") or 0)
         if stats:
             self.request.stats = dict(stats)
+        if generated and pieces:
+            # read now: a later call on the same model (groundedness) records its own tokens
+            self._confidence = answer_confidence(getattr(self.request.llm, "last_token_probs", None))
+            self._trace["answer_confidence"] = self._confidence
 
     def result(self) -> AnswerResult:
         if self._result is not None:
@@ -185,6 +190,8 @@ class AnswerStream:
             sentences = cited_sentences(answer, len(sources))
             explicit = any(s.numbers for s in sentences)
             abstained = not sources or self._gated or (is_abstention(answer) and not explicit)
+            if not abstained:
+                answer, abstained = self._check_confidence(answer)
             if not abstained and self.engine.config.generation.verify_claims:
                 answer, abstained, sentences = self._verify(answer, sentences)
             if not abstained:
@@ -210,6 +217,18 @@ class AnswerStream:
             llm_backend=self.request.backend, fallback_reason=fallback, error=error,
             standalone_question=self.standalone_question, used_knowledge_base=self.use_knowledge_base)
         return self._result
+
+    def _check_confidence(self, answer: str) -> tuple[str, bool]:
+        """Refuse a draft whose first phrase the model was unsure of (off at threshold 0)."""
+        signal, minimum = confidence_threshold_for(self.request.llm, self.engine.config.generation,
+                                                   detect_language(self.standalone_question))
+        note = check_confidence(self._confidence, signal, minimum)
+        if note is None:
+            return answer, False
+        self._verification = [note]
+        self._draft = answer
+        self._trace["refused_by_confidence"] = True
+        return abstain_text(self.standalone_question), True
 
     def _verify(self, answer: str, sentences: list[Any]) -> tuple[str, bool, list[Any]]:
         """Check each claim against its cited source; drop failed claims (all failed: abstain)."""

@@ -65,6 +65,15 @@ class GenerationConfig(Section):
                                                  "their tuned value).")
     verify_max_claims: int = Field(3, ge=1, le=20, description="Claims checked by the LLM at most per answer "
                                                                "(the rest get the model-free checks).")
+    # a post-draft check on how sure the model was of its answer's first phrase (rag.answer.confidence); bundled
+    # models use their tuned value (rag.answer.gate.CALIBRATED_CONFIDENCE) when answer_check_calibrated is on
+    answer_confidence_min: float = Field(0.0, ge=0.0, le=1.0,
+                                         description="Do not show an answer whose first phrase the model gave less "
+                                                     "than this probability (see answer_confidence_signal); 0 = off "
+                                                     "(bundled models use their tuned value).")
+    answer_confidence_signal: Literal["mean_p", "min_p", "first_p"] = Field(
+        "mean_p", description="Which probability of the first phrase the confidence check reads: mean_p (geometric "
+                              "mean of its tokens), min_p (its least likely token) or first_p (its first token).")
 
 
 @config_section("llm")

@@ -31,13 +31,15 @@ logger = logging.getLogger(__name__)
 
 
 def refused_by(result: Any) -> str:
-    """What made an abstention: "gate", "verification", "no sources", "model" ("" when answered)."""
+    """What made an abstention: "gate", "verification", "confidence", "no sources", "model" ("" when answered)."""
     if not result.abstained:
         return ""
     if (result.trace.get("answerability") or {}).get("answerable") is False:
         return "gate"
     if result.trace.get("refused_by_verification"):
         return "verification"
+    if result.trace.get("refused_by_confidence"):
+        return "confidence"
     if not result.sources:
         return "no sources"
     return "model"
@@ -57,6 +59,8 @@ def ask(engine: Any, item: QAItem, unanswerable: bool, gold_locations: dict[str,
         "verify_ms": result.timings.get("verify_ms"), "tokens_per_s": result.timings.get("tokens_per_s"),
         "prompt_tokens_evaluated": result.timings.get("prompt_tokens_evaluated"),
         "answerability": result.trace.get("answerability"), "verification": result.verification,
+        # how sure the model was of its answer's first phrase (rag.answer.confidence); None when not generated
+        "confidence": result.trace.get("answer_confidence"),
         "citations": [(c.n, c.page) for c in result.citations],
     }
     if not unanswerable:

@@ -29,6 +29,7 @@ from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_ca
 from llama_index.core.llms.custom import CustomLLM
 
 from rag.models.assets import GGUFSpec, verify_gguf
+from rag.models.token_probs import CONFIDENCE_TOKENS, TokenRecorder
 from rag.models.turns import ModelTurns
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,9 @@ class EmbeddedLLM(CustomLLM):
                                          description="Timing of the last generation (seconds, tokens).")
     last_check_stats: dict[str, float] = Field(default_factory=dict, exclude=True,
                                                description="Timing of the last yes/no check.")
+    last_token_probs: list[tuple[str, float, float]] = Field(
+        default_factory=list, exclude=True,
+        description="(text, P(chosen token), P(likeliest token)) of the last answer's first tokens.")
     _llama: Any = PrivateAttr()
     # shared by every copy (``model_copy`` keeps private attributes), like the llama.cpp handle it guards
     _turns: ModelTurns = PrivateAttr(default_factory=ModelTurns)
@@ -213,12 +217,17 @@ class EmbeddedLLM(CustomLLM):
         params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         params.update({k: v for k, v in kwargs.items() if k in _SAMPLING_KWARGS})
         text = ""
+        recorder = TokenRecorder(CONFIDENCE_TOKENS)
+        processors = _processor_list(recorder)
+        if processors is not None:
+            params["logits_processor"] = processors
         with self._turns.turn(self.queue_timeout_s):
             _reset_perf_counters(self._llama)
             prompt_tokens_before = getattr(self._llama, "n_tokens", 0)
             started = time.monotonic()
             first = 0.0
             chunks = 0
+            self.last_token_probs = []
             for chunk in self._llama.create_chat_completion(messages=messages, stream=True, **params):
                 delta = (chunk["choices"][0].get("delta") or {}).get("content") or ""
                 if not delta:
@@ -229,8 +238,24 @@ class EmbeddedLLM(CustomLLM):
                 text += delta
                 yield text, delta
             total = time.monotonic() - started
+            self.last_token_probs = recorder.tokens(self._detokenize)
             self.last_stats = {"ttft_s": first, "total_s": total, "chunks": chunks,
                                "kv_tokens_before": prompt_tokens_before, **_perf_counters(self._llama)}
+
+
+    def _detokenize(self, token: int) -> str:
+        try:
+            return self._llama.detokenize([token]).decode("utf-8", errors="replace")
+        except Exception:  # noqa: BLE001 - a token outside the vocabulary: keep its probability, not its text
+            return ""
+
+
+def _processor_list(recorder: TokenRecorder) -> Any:
+    try:
+        from llama_cpp import LogitsProcessorList
+    except ImportError:  # llama-cpp-python missing: a fake llama in tests takes a plain list
+        return [recorder]
+    return LogitsProcessorList([recorder])
 
 
 def _to_dict(message: ChatMessage) -> dict[str, str]:

@@ -29,6 +29,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 
+from rag.models.token_probs import CONFIDENCE_TOKENS, server_token_probs
+
 logger = logging.getLogger(__name__)
 
 PLACEHOLDER_API_KEY = "not-needed"
@@ -64,7 +66,12 @@ class OpenAICompatibleLLM(CustomLLM):
     temperature: float = Field(default=0.1, ge=0.0, le=2.0)
     max_tokens: int = Field(default=384, ge=1)
     context_window: int = Field(default=4096, ge=256)
+    last_token_probs: list[tuple[str, float, float]] = Field(
+        default_factory=list, exclude=True,
+        description="(text, P(chosen token), P(likeliest token)) of the last streamed answer's first tokens, "
+                    "from the server's logprobs; empty when it gives none.")
     _client: Any = PrivateAttr()
+    _no_logprobs: bool = PrivateAttr(default=False)
 
     def __init__(self, base_url: str, **kwargs: Any) -> None:
         super().__init__(base_url=base_url.rstrip("/"), **kwargs)
@@ -112,7 +119,7 @@ class OpenAICompatibleLLM(CustomLLM):
 
     @llm_chat_callback()
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        return self._stream_chat(messages, **kwargs)
+        return self._stream_chat(messages, record_probs=True, **kwargs)
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
@@ -150,14 +157,19 @@ class OpenAICompatibleLLM(CustomLLM):
         no = sum(p for token, p in probabilities.items() if token in no_words)
         return (yes / (yes + no), "logprobs") if yes + no > 0 else None
 
-    def _stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        chunks = self._open(messages, **kwargs)
+    def _stream_chat(self, messages: Sequence[ChatMessage], record_probs: bool = False, **kwargs: Any) -> ChatResponseGen:
+        self.last_token_probs = []
+        chunks = self._open_recording(messages, **kwargs) if record_probs else self._open(messages, **kwargs)
+        recorded: list[tuple[str, float, float]] = []
 
         def gen() -> ChatResponseGen:
             text = ""
             for chunk in chunks:
                 if not chunk.choices:
                     continue
+                if record_probs and len(recorded) < CONFIDENCE_TOKENS:
+                    recorded.extend(server_token_probs(chunk.choices[0])[:CONFIDENCE_TOKENS - len(recorded)])
+                    self.last_token_probs = list(recorded)
                 delta = chunk.choices[0].delta.content or ""
                 if delta:
                     text += delta
@@ -165,6 +177,17 @@ class OpenAICompatibleLLM(CustomLLM):
                                        delta=delta, raw=chunk)
 
         return gen()
+
+    def _open_recording(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Iterator[Any]:
+        """``_open`` asking for the tokens' log-probabilities; a server that refuses them is asked again without
+        (and never with them again), so the answer never fails for want of them."""
+        if not self._no_logprobs:
+            try:
+                return self._open(messages, logprobs=True, top_logprobs=1, **kwargs)
+            except openai.BadRequestError as exc:
+                logger.info("the LLM server gives no logprobs (%s); answer confidence is not recorded", exc)
+                self._no_logprobs = True
+        return self._open(messages, **kwargs)
 
     def _open(self, messages: Sequence[ChatMessage], **kwargs: Any) -> Iterator[Any]:
         """Start a streamed request; return once the server has answered, else raise within seconds.

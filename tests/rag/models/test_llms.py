@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 import socket
 import threading
 import time
@@ -17,6 +18,7 @@ from rag.models.llm_embedded import EmbeddedLLM
 from rag.models.llm_openai import LLMUnavailableError, OpenAICompatibleLLM
 
 REPLY = ["Paris", " is", " the", " capital", "."]
+REPLY_LOGPROBS = [math.log(0.5), math.log(0.9), math.log(0.9), math.log(0.9), math.log(0.9)]
 
 
 class FakeOpenAIServer:
@@ -50,7 +52,11 @@ class FakeOpenAIServer:
                                         "authorization": self.headers.get("Authorization")})
                 if self._hang_if_slow():
                     return
-                if self.path != "/v1/chat/completions":
+                if self.path == "/strict/v1/chat/completions" and body.get("logprobs"):
+                    self._send_json({"error": {"message": "logprobs not supported", "type": "invalid_request"}},
+                                    status=400)
+                    return
+                if self.path not in ("/v1/chat/completions", "/strict/v1/chat/completions"):
                     self.send_error(404)
                     return
                 if not body.get("stream"):
@@ -67,15 +73,19 @@ class FakeOpenAIServer:
                              "choices": [{"index": 0, "finish_reason": None,
                                           "delta": {"role": "assistant", "content": piece} if i == 0
                                           else {"content": piece}}]}
+                    if body.get("logprobs"):  # log(P) of each piece as REPLY_LOGPROBS says, the top token 0.9
+                        chunk["choices"][0]["logprobs"] = {"content": [{
+                            "token": piece, "logprob": REPLY_LOGPROBS[i], "bytes": None,
+                            "top_logprobs": [{"token": "x", "logprob": math.log(0.9), "bytes": None}]}]}
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
                 self.close_connection = True
 
-            def _send_json(self, payload: dict[str, Any]) -> None:
+            def _send_json(self, payload: dict[str, Any], status: int = 200) -> None:
                 data = json.dumps(payload).encode()
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -132,6 +142,24 @@ def test_stream_chat_yields_deltas_and_sends_settings(server: FakeOpenAIServer) 
     assert body["temperature"] == 0.2 and body["max_tokens"] == 50
     assert body["messages"] == [{"role": "system", "content": "Be brief."},
                                 {"role": "user", "content": "Capital of France?"}]
+
+
+def test_the_answer_records_the_servers_token_probabilities(server: FakeOpenAIServer) -> None:
+    llm = _llm(server.base_url)
+    assert "".join(r.delta for r in llm.stream_chat([ChatMessage(role=MessageRole.USER, content="Capital?")])) \
+        == "Paris is the capital."
+    assert server.requests[-1]["body"]["logprobs"] is True
+    assert [(t, round(p, 3), round(top, 3)) for t, p, top in llm.last_token_probs] == [
+        ("Paris", 0.5, 0.9), (" is", 0.9, 0.9), (" the", 0.9, 0.9), (" capital", 0.9, 0.9), (".", 0.9, 0.9)]
+
+
+def test_a_server_refusing_logprobs_still_answers_without_them(server: FakeOpenAIServer) -> None:
+    llm = _llm(f"http://127.0.0.1:{server.port}/strict/v1")
+    for _ in range(2):
+        text = "".join(r.delta for r in llm.stream_chat([ChatMessage(role=MessageRole.USER, content="Capital?")]))
+        assert text == "Paris is the capital." and llm.last_token_probs == []
+    strict = [r for r in server.requests if r["path"].startswith("/strict/")]
+    assert [bool(r["body"].get("logprobs")) for r in strict] == [True, False, False]  # asked once, then never
 
 
 def test_complete_and_stream_complete(server: FakeOpenAIServer) -> None:
