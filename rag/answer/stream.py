@@ -219,7 +219,14 @@ class AnswerStream:
         return self._result
 
     def _check_confidence(self, answer: str) -> tuple[str, bool]:
-        """Refuse a draft whose first phrase the model was unsure of (off at threshold 0)."""
+        """Refuse a draft whose first phrase the model was unsure of (off at threshold 0).
+
+        Skipped like the gate for "Ask anyway" (the user asked to see the draft; its claims are still checked)
+        and for broad questions (a summary's first phrase says nothing about its support; the check was tuned
+        on factoid answers under the extract-first rules).
+        """
+        if self.skip_gate or is_broad(self.standalone_question):
+            return answer, False
         signal, minimum = confidence_threshold_for(self.request.llm, self.engine.config.generation,
                                                    detect_language(self.standalone_question))
         note = check_confidence(self._confidence, signal, minimum)

@@ -146,3 +146,15 @@ def test_a_sure_answer_is_shown_and_its_confidence_recorded(world) -> None:
     off = replace(config, generation=replace(config.generation, answer_confidence_min=0.0))
     unsure = EmbeddedLLM(ScriptedLlama(ANSWER, [1.0, 1.0, 8.0, 8.0, 8.0]), model_name="fake")
     assert not make_engine(store, off, unsure).answer(QUESTION).abstained  # 0 records without refusing
+
+
+def test_ask_anyway_and_broad_questions_are_not_refused_for_confidence(world) -> None:
+    store, config = world
+    unsure = EmbeddedLLM(ScriptedLlama(ANSWER, [1.0, 1.0, 8.0, 8.0, 8.0]), model_name="fake")
+    stream = make_engine(store, config, unsure).stream(QUESTION, skip_gate=True)
+    "".join(stream)
+    asked_anyway = stream.result()
+    assert not asked_anyway.abstained and asked_anyway.citations  # the user asked to see the draft
+    unsure = EmbeddedLLM(ScriptedLlama(ANSWER, [1.0, 1.0, 8.0, 8.0, 8.0]), model_name="fake")
+    broad = make_engine(store, config, unsure).answer("Summarise what this document says about ibuprofen.")
+    assert not any(note.get("check") == "confidence" for note in broad.verification)
