@@ -52,7 +52,7 @@ class ScriptedLlama:
     def create_chat_completion(self, messages: list[dict[str, str]], stream: bool = False, max_tokens: int = 256,
                                logits_processor: Any = None, **kwargs: Any) -> Any:
         self._enter(messages)
-        if logits_processor is not None:  # the yes/no check: the logits favour "yes"
+        if logits_processor is not None and not stream:  # the yes/no check: the logits favour "yes"
             try:
                 import numpy as np
 
@@ -70,13 +70,24 @@ class ScriptedLlama:
                 return {"choices": [{"message": {"role": "assistant", "content": "".join(pieces)}}]}
             finally:
                 self._leave()
-        return self._stream(pieces)
+        return self._stream(pieces, logits_processor or [])
 
-    def _stream(self, pieces: list[str]) -> Iterator[dict[str, Any]]:
+    def _stream(self, pieces: list[str], processors: Any) -> Iterator[dict[str, Any]]:
+        """Yield ``pieces``; each step's logits (shown to ``processors``, as llama.cpp does) favour its piece."""
+        import numpy as np
+
         try:
             yield {"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+            ids: list[int] = [0]  # the prompt, as far as a logits processor can tell
             for piece in pieces:
                 time.sleep(self.token_s)
+                if processors:
+                    scores = np.full(VOCAB, -10.0)
+                    chosen = (self.tokenize(piece.encode("utf-8")) or [0])[0]
+                    scores[chosen] = 10.0
+                    for processor in processors:
+                        processor(np.array(ids, dtype=np.intc), scores)
+                    ids.append(chosen)
                 yield {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
             yield {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
         finally:
