@@ -102,23 +102,23 @@ CALIBRATED_CONFIDENCE: dict[tuple[str, str], tuple[str, float]] = {
 def confidence_threshold_for(llm: LLM, settings: Any, language: str = "en") -> tuple[str, float]:
     """(signal, minimum) of the confidence check: the bundled model's tuned pair when ``answer_check_calibrated``,
     else ``answer_confidence_signal`` and ``answer_confidence_min`` from the settings."""
-    if settings.answer_check_calibrated:
-        name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
-        pair = CALIBRATED_CONFIDENCE.get((name, "zh" if language == "zh" else "en"))
-        if pair is not None:
-            return pair
-    return settings.answer_confidence_signal, settings.answer_confidence_min
+    pair = _calibrated(CALIBRATED_CONFIDENCE, llm, settings, language)
+    return pair if pair is not None else (settings.answer_confidence_signal, settings.answer_confidence_min)
 
 
 def verify_thresholds_for(llm: LLM, settings: Any, language: str = "en") -> tuple[float, float]:
     """(anchor_min, verify_threshold): the bundled model's tuned pair when ``answer_check_calibrated``, else
     ``verify_anchor_min`` and ``verify_threshold`` from the settings."""
-    if settings.answer_check_calibrated:
-        name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
-        pair = CALIBRATED_VERIFY.get((name, "zh" if language == "zh" else "en"))
-        if pair is not None:
-            return pair
-    return settings.verify_anchor_min, settings.verify_threshold
+    pair = _calibrated(CALIBRATED_VERIFY, llm, settings, language)
+    return pair if pair is not None else (settings.verify_anchor_min, settings.verify_threshold)
+
+
+def _calibrated(table: dict[tuple[str, str], Any], llm: LLM, settings: Any, language: str) -> Any:
+    """The bundled model's tuned entry of ``table`` for ``language`` when ``answer_check_calibrated``, else None."""
+    if not settings.answer_check_calibrated:
+        return None
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+    return table.get((name, "zh" if language == "zh" else "en"))
 
 
 YES_WORDS = ("yes", "Yes", "YES", " yes", " Yes", "是", "有", "包含")
