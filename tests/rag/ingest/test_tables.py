@@ -179,6 +179,18 @@ def test_documents_without_tables_chunk_over_the_whole_text_as_before(tmp_path: 
     assert all(c.kind == "text" for c in chunks)
 
 
+def _draw_ruled_rows(page: pymupdf.Page, y: float, rows: list[tuple[str, str, str]], *, text_dx: float) -> None:
+    """Three-column rows 18 pt high from ``y``, every cell ruled, its text ``text_dx`` right of the cell's edge."""
+    for row in rows:
+        page.draw_line((72, y), (520, y), width=0.8)
+        for x, cell in zip((72, 300, 420), row):
+            page.draw_line((x, y), (x, y + 18), width=0.8)
+            page.insert_text((x + text_dx, y + 13), cell, fontname="helv", fontsize=9)
+        page.draw_line((520, y), (520, y + 18), width=0.8)
+        y += 18
+        page.draw_line((72, y), (520, y), width=0.8)
+
+
 def _paragraph_over_table(directory: Path, lines: list[str], *, name: str = "lead.pdf") -> Path:
     """A paragraph (``lines``, one per line, 13 pt apart) whose last line sits right above a ruled table."""
     import pymupdf
@@ -189,15 +201,8 @@ def _paragraph_over_table(directory: Path, lines: list[str], *, name: str = "lea
     for line in lines:
         page.insert_text((72, y), line, fontname="helv", fontsize=9)
         y += 13
-    y -= 6
-    for row in [("", "2021", "2022"), ("Freight revenue", "301", "1,824"), ("Total revenue", "2,903", "6,854")]:
-        page.draw_line((72, y), (520, y), width=0.8)
-        for x, cell in zip((72, 300, 420), row):
-            page.draw_line((x, y), (x, y + 18), width=0.8)
-            page.insert_text((x + 4, y + 13), cell, fontname="helv", fontsize=9)
-        page.draw_line((520, y), (520, y + 18), width=0.8)
-        y += 18
-        page.draw_line((72, y), (520, y), width=0.8)
+    rows = [("", "2021", "2022"), ("Freight revenue", "301", "1,824"), ("Total revenue", "2,903", "6,854")]
+    _draw_ruled_rows(page, y - 6, rows, text_dx=4)
     path = directory / name
     doc.save(path)
     return path
@@ -261,15 +266,8 @@ def test_headings_over_the_ruled_part_with_a_stub_heading_become_the_header_row(
     page.insert_text((72, 90), "Sales and Marketing", fontname="helv", fontsize=9)
     for x, text in ((72, "(In millions, except percentages)"), (320, "2021"), (440, "2022")):
         page.insert_text((x, 106), text, fontname="helv", fontsize=9)
-    y = 112.0
-    for row in [("Sales and marketing", "1,103", "1,263"), ("Percentage of revenue", "38 %", "18 %")]:
-        page.draw_line((72, y), (520, y), width=0.8)
-        for x, cell in zip((72, 300, 420), row):
-            page.draw_line((x, y), (x, y + 18), width=0.8)
-            page.insert_text((x + 20, y + 13), cell, fontname="helv", fontsize=9)
-        page.draw_line((520, y), (520, y + 18), width=0.8)
-        y += 18
-        page.draw_line((72, y), (520, y), width=0.8)
+    _draw_ruled_rows(page, 112.0, [("Sales and marketing", "1,103", "1,263"), ("Percentage of revenue", "38 %", "18 %")],
+                     text_dx=20)
     doc.save(tmp_path / "stub.pdf")
     parsed = parse_file(tmp_path / "stub.pdf").pages[0]
     [span] = parsed.tables
