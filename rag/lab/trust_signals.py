@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rag.answer.confidence import SIGNALS
+from rag.lab.gate_calibration import auc as pair_auc
 
 
 def coverage_of(row: dict[str, Any]) -> float:
@@ -85,12 +86,11 @@ def gate_direction(rows: Sequence[dict[str, Any]], weights: np.ndarray | None = 
 def auc(values: Sequence[float | None], answerable: Sequence[bool]) -> float | None:
     """P(a random answerable row scores above a random unanswerable one), ties half; rows without a value are
     left out; None when a class has none."""
-    pos = np.array([v for v, a in zip(values, answerable) if v is not None and a], dtype=float)
-    neg = np.array([v for v, a in zip(values, answerable) if v is not None and not a], dtype=float)
-    if not pos.size or not neg.size:
+    known = [(v, a) for v, a in zip(values, answerable) if v is not None]
+    labels = np.array([int(a) for _, a in known], dtype=int)
+    if len(set(labels.tolist())) < 2:
         return None
-    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return round(float(wins / (pos.size * neg.size)), 4)
+    return pair_auc(np.array([v for v, _ in known], dtype=float), labels)
 
 
 def signal_aucs(sets: Sequence[tuple[str, list[dict[str, Any]]]], w: tuple[float, float]) -> dict[str, dict[str, Any]]:
