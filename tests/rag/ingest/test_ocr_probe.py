@@ -8,7 +8,8 @@ import pymupdf
 import pytest
 
 from rag.ingest import ocr_probe
-from rag.ingest.ocr_probe import MAX_BANDS, glyph_vote, probe_bands, probe_script, script_of
+from rag.ingest.glyph_script import glyph_vote
+from rag.ingest.ocr_probe import MAX_BANDS, probe_bands, probe_script, script_of
 
 SHARED = "的是在一了和有人中大上也"  # the same in both scripts
 SIMPLIFIED = "这个国家时间会议发展经济东方来说"
