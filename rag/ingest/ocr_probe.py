@@ -10,25 +10,23 @@ the words split between the models nearly evenly (18 simplified-only vs 19 tradi
 benchmark page that was misread). So two pieces of evidence are weighed:
 
 * the share of script-specific characters the mixed run wrote in each script (the models' vote);
-* the glyphs themselves: for each character whose two forms differ (国/國, 这/這), whether the ink
-  inside its box is closer to the simplified or the traditional form as drawn in PyMuPDF's CJK font,
-  scaled by the ink of the characters both scripts share in the same band (font size, weight, dpi).
+* the glyphs themselves (``rag.ingest.glyph_script``): for each character whose two forms differ
+  (国/國, 这/這), whether the ink of its glyph cell is closer to the simplified or the traditional form.
+
+The glyphs weigh more: the models' vote leans to ``chi_tra`` on simplified print (+0.72 on that
+benchmark page), the glyph vote has no such lean once each character is measured on its own glyph.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import re
-import statistics
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pymupdf
 
-from rag.text.language import CJK_IDEOGRAPHS, detect_language
-from rag.text.script import to_simplified, to_traditional
+from rag.ingest.glyph_script import INK_LEVEL, glyph_tally
+from rag.text.language import detect_language
 
 logger = logging.getLogger(__name__)
 
@@ -38,16 +36,13 @@ PROBE_BAND = 0.1  # share of the page height the probe reads
 PROBE_DPI = 200
 MAX_BANDS = 3
 # chosen on the probe set (python -m rag.lab.ocr_probe_set; docs/documents.md), in the middle of the
-# range that scored best there (20-30 characters, weight 0.5-1, margin 0-0.2)
+# range that scored best there (64/64 for a stop of 20 characters or more, weight 1.5-5, margin 0.3-0.7)
 MIN_EVIDENCE = 20  # script-specific characters after which no further band is read
-GLYPH_WEIGHT = 1.0  # weight of the glyph vote against the models' vote
-TRADITIONAL_MARGIN = 0.1  # the mixed run leans to chi_tra on simplified print: traditional must win by this
-_INK = 128  # gray level below which a pixel is ink
-_MIN_SHARED = 3  # shared characters needed to scale the glyph comparison
+GLYPH_WEIGHT = 2.0  # weight of the glyph vote against the models' vote
+TRADITIONAL_MARGIN = 0.5  # the mixed run leans to chi_tra on simplified print: traditional must win by this
 # frequent characters that differ between the scripts (from CMRC2018's text, ambiguous pairs removed)
 _SIMPLIFIED = "为于国后学时个与会线长发体区东亚来现车开动尔电称内赛经间马对场这种当军队鱼龙号过设员业两进将岛语类数广约华条头达湾机关联罗从属们无战门则务兰运视传乐该陆铁总较统结实计说处获产单带点组纪应连县级离张侧黄选万画创参节书资气剧专历阳红风师权汉别认奥议义际转举维没据领变标还层术观论构亲见协决团质状职办卫兴镇"
 _TRADITIONAL = "為於國後學時個與會線長發體區東亞來現車開動爾電稱內賽經間馬對場這種當軍隊魚龍號過設員業兩進將島語類數廣約華條頭達灣機關聯羅從屬們無戰門則務蘭運視傳樂該陸鐵總較統結實計說處獲產單帶點組紀應連縣級離張側黃選萬畫創參節書資氣劇專歷陽紅風師權漢別認奧議義際轉舉維沒據領變標還層術觀論構親見協決團質狀職辦衛興鎮"
-_IDEOGRAPH = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
 
 def script_of(text: str) -> str:
@@ -105,7 +100,7 @@ def _read_band(pdf_page: pymupdf.Page, band: pymupdf.Rect, tessdata: Path) -> tu
                  for line in block.get("lines", []) for span in line["spans"] for char in span["chars"]]
         text, scale = page.get_text(), pixmap.width / page.rect.width
     gray = pymupdf.Pixmap(pymupdf.csGRAY, pixmap)
-    ink = np.frombuffer(gray.samples, dtype=np.uint8).reshape(gray.height, gray.stride)[:, :gray.width] < _INK
+    ink = np.frombuffer(gray.samples, dtype=np.uint8).reshape(gray.height, gray.stride)[:, :gray.width] < INK_LEVEL
     return (text, *glyph_tally(chars, ink, scale))
 
 
@@ -115,7 +110,7 @@ def probe_bands(pdf_page: pymupdf.Page) -> list[pymupdf.Rect]:
     Rows inked across most of the page width are ruling lines, not text, and do not count.
     """
     small = pdf_page.get_pixmap(dpi=36, colorspace=pymupdf.csGRAY)
-    image = np.frombuffer(small.samples, dtype=np.uint8).reshape(small.height, small.stride)[:, :small.width] < _INK
+    image = np.frombuffer(small.samples, dtype=np.uint8).reshape(small.height, small.stride)[:, :small.width] < INK_LEVEL
     ink = image.sum(axis=1).astype(float)
     ink[ink > 0.6 * small.width] = 0
     size = max(1, int(small.height * PROBE_BAND))
@@ -131,66 +126,3 @@ def probe_bands(pdf_page: pymupdf.Page) -> list[pymupdf.Rect]:
         bands.append(pymupdf.Rect(rect.x0, rect.y0 + rect.height * start / small.height,
                                   rect.x1, rect.y0 + rect.height * end / small.height))
     return bands or [rect]
-
-
-def glyph_vote(chars: list[tuple[str, tuple[float, float, float, float]]], ink: np.ndarray, scale: float) -> float:
-    """(traditional - simplified) / all, over characters whose glyph's ink is nearer one script's form."""
-    votes, counted = glyph_tally(chars, ink, scale)
-    return votes / max(counted, 1)
-
-
-def glyph_tally(chars: list[tuple[str, tuple[float, float, float, float]]], ink: np.ndarray,
-                scale: float) -> tuple[int, int]:
-    """(votes, characters compared): each character whose two forms differ votes +1 when its ink is
-    nearer the traditional form, -1 when nearer the simplified one.
-
-    Args:
-        chars: OCR'd characters with their boxes, in the probe page's coordinates.
-        ink: The band image as booleans (True = ink), one entry per pixel.
-        scale: Pixels per unit of the boxes.
-    """
-    shared: list[float] = []
-    differing: list[tuple[int, str, str]] = []
-    for char, box in chars:
-        if len(char) != 1 or not _IDEOGRAPH.fullmatch(char):
-            continue
-        x0, y0, x1, y1 = (int(round(value * scale)) for value in box)
-        amount = int(ink[max(y0, 0):y1, max(x0, 0):x1].sum())
-        if not amount:
-            continue
-        simplified, traditional = _forms(char)
-        if simplified == traditional:
-            shared.append(amount / _reference_ink(char))
-        else:
-            differing.append((amount, simplified, traditional))
-    if len(shared) < _MIN_SHARED or not differing:
-        return 0, 0
-    factor = statistics.median(shared)  # this band's ink per unit of reference ink
-    votes = 0
-    for amount, simplified, traditional in differing:
-        to_simple = abs(math.log(amount / (factor * _reference_ink(simplified))))
-        to_traditional = abs(math.log(amount / (factor * _reference_ink(traditional))))
-        votes += (to_simple > to_traditional) - (to_traditional > to_simple)
-    return votes, len(differing)
-
-
-@lru_cache(maxsize=4096)
-def _forms(char: str) -> tuple[str, str]:
-    """The simplified and traditional form of ``char`` (the same character twice when both scripts share it)."""
-    simplified = to_simplified(char)
-    traditional = to_traditional(simplified, "s2t")
-    if len(simplified) != 1 or len(traditional) != 1:
-        return char, char
-    return simplified, traditional
-
-
-@lru_cache(maxsize=4096)
-def _reference_ink(char: str) -> int:
-    """Ink of ``char`` drawn at 48 pt in PyMuPDF's CJK font (Droid Sans Fallback, shipped with PyMuPDF)."""
-    doc = pymupdf.open()
-    page = doc.new_page(width=60, height=60)
-    page.insert_text((5, 50), char, fontname="china-s", fontsize=48)
-    pixmap = page.get_pixmap(dpi=72, colorspace=pymupdf.csGRAY)
-    doc.close()
-    image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)[:, :pixmap.width]
-    return max(int((image < _INK).sum()), 1)
