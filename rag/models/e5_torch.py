@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -123,7 +122,6 @@ class TorchE5:
         self._type = torch.from_numpy(_floats(tensors["emb.type"])[:hidden].copy())
         self._embedding_norm = (_vector(tensors, "emb.ln.w"), _vector(tensors, "emb.ln.b"))
         self._layers = [_layer(tensors, index, hidden, ffn) for index in range(layers)]
-        self._lock = threading.Lock()  # guards nothing but the lazy first-call log
         logger.info("e5-small on PyTorch: %d layers, %d dims, %d pieces", layers, hidden, len(self.tokenizer._ids))
 
     def token_count(self, text: str, is_query: bool = False) -> int:
