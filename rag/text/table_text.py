@@ -14,6 +14,11 @@ columns the way they are asked about (for the outline and for BM25).
 
 The outline is only ever embedded. BM25 indexes the Markdown itself (``rag.index.keywords``), and what
 is stored, cited and highlighted stays the Markdown block.
+
+Two more things a table is found by: the sentence above it that introduces it (``lead_in_before``:
+"The following tables present our revenues disaggregated by offering …", which the chunker adds to
+the chunk's search context), and the row a question names word for word (``named_row_label``, which
+``rag.retrieval.table_rows`` uses to rank the table higher).
 """
 
 from __future__ import annotations
