@@ -43,9 +43,9 @@ def test_the_table_with_the_most_specific_named_row_ranks_first() -> None:
 
 
 def test_no_boost_or_no_named_row_keeps_the_ranking() -> None:
-    assert _ids(boost_named_rows(_candidates(), QUESTION, 0.0)) == ["prose", "parent", "segment", "offering", "geography"]
-    assert _ids(boost_named_rows(_candidates(), "Where is Asia?", 0.8)) == [
-        "prose", "parent", "segment", "offering", "geography"]
+    order = ["prose", "parent", "segment", "offering", "geography"]
+    assert _ids(boost_named_rows(_candidates(), QUESTION, 0.0)) == order
+    assert _ids(boost_named_rows(_candidates(), "Where is Asia?", 0.8)) == order
 
 
 class _Static(BaseRetriever):
@@ -63,7 +63,8 @@ def test_fusion_lifts_a_named_row_from_below_the_cut_and_says_so_in_the_trace() 
     config = RetrievalConfig(top_k=2, candidate_k=2, fusion="weighted")
     query = SearchQuery(query_str=QUESTION)
 
-    plain = FusionRetriever.from_config(retrievers, config, table_row_boost=0.0).retrieve(SearchQuery(query_str=QUESTION))
+    plain = FusionRetriever.from_config(retrievers, config, table_row_boost=0.0).retrieve(
+        SearchQuery(query_str=QUESTION))
     lifted = FusionRetriever.from_config(retrievers, config).retrieve(query)
 
     assert _ids(plain) == ["prose", "parent"]
