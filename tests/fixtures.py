@@ -273,14 +273,15 @@ def make_traditional_chinese_pdf(directory: Path, name: str = "traditional.pdf")
 
 def make_table_pdf(directory: Path, name: str = "table.pdf", *, rows: list[tuple[str, ...]] | None = None,
                    caption: str = TABLE_CAPTION, header: tuple[str, ...] = TABLE_HEADER,
-                   font: str = "helv") -> Path:
-    """One page: ``TABLE_INTRO``, then ``caption`` over a table ruled with lines (``header`` and
-    ``rows``, default ``TABLE_ROWS``), then ``TABLE_OUTRO``. Rows that do not fit go on later pages."""
+                   font: str = "helv", intro: str | None = None) -> Path:
+    """One page: ``intro`` (default ``TABLE_INTRO``), then ``caption`` over a table ruled with lines
+    (``header`` and ``rows``, default ``TABLE_ROWS``), then ``TABLE_OUTRO``. Rows that do not fit go on
+    later pages."""
     rows = TABLE_ROWS if rows is None else rows
     doc = pymupdf.open()
     page = doc.new_page(width=_PAGE.width, height=_PAGE.height)
-    y = _textbox(page, _TOP, TABLE_INTRO if font == "helv" else "剂量委员会在审阅试验日记后商定了下表中的用药方案。",
-                 font, 11) + 14
+    intro = intro or (TABLE_INTRO if font == "helv" else "剂量委员会在审阅试验日记后商定了下表中的用药方案。")
+    y = _textbox(page, _TOP, intro, font, 11) + 14
     page.insert_text((_LEFT, y + 10), caption, fontname=font, fontsize=10)
     y += 20
     widths = [200.0] + [(_RIGHT - _LEFT - 200.0) / (len(header) - 1)] * (len(header) - 1)

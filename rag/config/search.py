@@ -39,6 +39,10 @@ class RetrievalConfig(Section):
                                   description="Weighted fusion only: weight of keyword (BM25) scores.")
     phrase_weight: float = Field(0.5, ge=0.0, le=2.0,
                                  description="BM25 over adjacent word pairs, added to plain BM25 (0 turns it off).")
+    # chosen on the tune half of the table questions (docs/documents.md "Tables"); only table chunks move
+    table_row_boost: float = Field(0.8, ge=0.0, le=1.0,
+                                   description="Added to a table passage's fused score when the question names one "
+                                               "of its rows word for word (0 turns it off).")
     short_query_tokens: int = Field(2, ge=0, le=20,
                                     description="Queries of at most this many tokens search by keywords only "
                                                 "(0 never).")

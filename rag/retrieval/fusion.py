@@ -26,6 +26,7 @@ from rag.retrieval.fusion_scores import (
 )
 from rag.retrieval.nodes import annotate_node
 from rag.retrieval.query import SearchQuery, as_search_query, expanded
+from rag.retrieval.table_rows import boost_named_rows
 from rag.retrieval.trace import QueryTrace, StageTrace
 from rag.text.language import count_tokens
 
@@ -85,7 +86,8 @@ class FusionRetriever(BaseRetriever):
                  relevance_normalization: Mapping[str, Normalizer] | None = None,
                  keyword_source: str | None = "bm25", short_query_tokens: int = 2,
                  coverage_below: float = 0.0, dense_shift: float = DENSE_SHIFT, idf: Idf | None = None,
-                 callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
+                 table_row_boost: float = 0.0, callback_manager: CallbackManager | None = None,
+                 verbose: bool = False) -> None:
         if not retrievers:
             raise ValueError("FusionRetriever needs at least one sub-retriever")
         if mode not in ("rrf", "weighted"):
@@ -110,6 +112,7 @@ class FusionRetriever(BaseRetriever):
         self.keyword_source = keyword_source if keyword_source in retrievers else None
         self.short_query_tokens = short_query_tokens
         self.coverage_below, self.dense_shift, self.idf = coverage_below, dense_shift, idf
+        self.table_row_boost = table_row_boost
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -128,6 +131,7 @@ class FusionRetriever(BaseRetriever):
         keywords = getattr(retrievers.get(keyword_source), "keywords", None)
         kwargs.setdefault("coverage_below", COVERAGE_BELOW)
         kwargs.setdefault("idf", getattr(keywords, "idf", None))
+        kwargs.setdefault("table_row_boost", config.table_row_boost)
         return cls(retrievers, mode=config.fusion, rrf_k=config.rrf_k, top_k=config.candidate_k,
                    weights={k: v for k, v in weights.items() if k in retrievers},
                    keyword_source=keyword_source, short_query_tokens=config.short_query_tokens, **kwargs)
@@ -206,10 +210,10 @@ class FusionRetriever(BaseRetriever):
             weights = [1.0] * len(names)
         lists = [results[n] for n in names]
         if self.mode == "rrf":
-            fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights=weights, top_n=top_k)
+            fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights=weights)
         else:
-            fused = weighted_score_fusion(lists, weights=weights, normalization=self.normalization,
-                                          top_n=top_k)
+            fused = weighted_score_fusion(lists, weights=weights, normalization=self.normalization)
+        fused = boost_named_rows(fused, query, self.table_row_boost, stage)[:top_k]
         stage.note(f"mode={self.mode} weights={dict(zip(names, weights))}"
                    + (f" k={self.rrf_k}" if self.mode == "rrf" else f" normalization={self.normalization}"))
 

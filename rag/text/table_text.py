@@ -14,11 +14,18 @@ columns the way they are asked about (for the outline and for BM25).
 
 The outline is only ever embedded. BM25 indexes the Markdown itself (``rag.index.keywords``), and what
 is stored, cited and highlighted stays the Markdown block.
+
+Two more things a table is found by: the sentence above it that introduces it (``lead_in_before``:
+"The following tables present our revenues disaggregated by offering …", which the chunker adds to
+the chunk's search context), and the row a question names word for word (``named_row_label``, which
+``rag.retrieval.table_rows`` uses to rank the table higher).
 """
 
 from __future__ import annotations
 
 import re
+
+from rag.text.language import CJK_RE, count_tokens
 
 _NUMERIC_CELL_RE = re.compile(r"[\s$€£¥￥()（）+\-–—−,.:%％\d*]*")
 _SEPARATOR_RE = re.compile(r"\|(\s*:?-{3,}:?\s*\|)+")
@@ -128,3 +135,126 @@ def table_period_words(text: str) -> str:
     """
     caption, rows = split_markdown_table(text)
     return " | ".join(period_names(caption, rows[0] if rows else []))
+
+
+
+_PARAGRAPH_BREAK_RE = re.compile(r"\n\s*\n")
+# "The following table(s) …", "… as follows:", "如下表", "见下表": a sentence that introduces a table
+_INTRODUCES_RE = re.compile(r"\b(?:the\s+)?following\s+tables?\b|\btables?\s+below\b|\bas\s+follows\b|如下表|下表",
+                            re.IGNORECASE)
+_COLON_END_RE = re.compile(r"[:：]\s*$")
+_SENTENCE_RE = re.compile(r"[^.。!?！？;；]+(?:[.。!?！？;；](?!\d)|$)")
+MIN_LEAD_IN_TOKENS = 6  # a colon-ended form label ("其他说明：") is not a subject
+MAX_LEAD_IN_CHARS = 300
+_LOOK_BACK_CHARS = 2000
+
+
+def lead_in_before(text: str, spans: list[tuple[int, int]], start: int) -> str:
+    """``table_lead_in`` of the table at ``start`` in ``text`` (a document's full text).
+
+    The parts of a split table (and tables printed one after another) share the paragraph above the
+    first of them, so spans separated only by whitespace are walked back over first.
+
+    Args:
+        text: The document's full text.
+        spans: (start, end) of every table block in ``text``.
+        start: Where the table chunk starts.
+    """
+    first = start
+    for span_start, span_end in sorted(spans, reverse=True):
+        if span_start <= first < span_end or (span_end <= first and not text[span_end:first].strip()):
+            first = min(first, span_start)
+    return table_lead_in(text[max(0, first - _LOOK_BACK_CHARS):first])
+
+
+def table_lead_in(before: str) -> str:
+    """The sentence right above a table that introduces it ("The following tables present our revenues…").
+
+    Filings print a table's subject in the paragraph above it, not in a caption: "The following tables
+    present our revenues disaggregated by offering and geographical region … (in millions):" over a grid
+    headed only "Three Months Ended March 31,". The paragraph counts when it names "the following
+    table(s)" / "如下表" / "下表", or ends with a colon (and is not a short form label such as
+    "其他说明："); from it, the sentences from the one that names the table (else the last sentence) to
+    its end, at most ``MAX_LEAD_IN_CHARS`` characters. "" otherwise.
+
+    Args:
+        before: The document text before the table (the paragraph above it last).
+    """
+    paragraphs = [p for p in _PARAGRAPH_BREAK_RE.split(before) if p.strip()]
+    if not paragraphs:
+        return ""
+    paragraph = " ".join(paragraphs[-1].split())
+    introduces = _INTRODUCES_RE.search(paragraph)
+    if not introduces and not (_COLON_END_RE.search(paragraph) and count_tokens(paragraph) >= MIN_LEAD_IN_TOKENS):
+        return ""
+    sentences = [s.strip() for s in _SENTENCE_RE.findall(paragraph) if s.strip()]
+    first = next((i for i, s in enumerate(sentences) if _INTRODUCES_RE.search(s)), len(sentences) - 1)
+    return " ".join(sentences[first:])[:MAX_LEAD_IN_CHARS].strip()
+
+
+# a row label's numbering and connective ("一、", "（1）", "2.", "其中：", "加：", "Less:") and its trailing
+# note or unit ("(1)", "（元）", "（元/股）") are not words a question repeats
+_LABEL_PREFIX_RE = re.compile(r"^(?:[一二三四五六七八九十]+[、.．]|[(（][一二三四五六七八九十\d]+[)）]|\d+[、.．]"
+                              r"|其中[:：]|加[:：]|减[:：]|less[:：]|add[:：])\s*", re.IGNORECASE)
+_LABEL_SUFFIX_RE = re.compile(r"\s*(?:[(（][^()（）]{0,12}[)）]|[:：])\s*$")
+_LATIN_EDGE = r"[0-9a-z]"
+# a label this short names no particular row ("Total", "Other", "Basic", "合计", "其他"): Latin letters, Chinese characters
+MIN_LABEL_CHARS, MIN_CJK_LABEL_CHARS = 6, 3
+# a row that is a date or period ("Balance as of March 31, 2022", "Three months ended …") says when, not what:
+# a question names the period of every figure it asks about
+_DATE_LABEL_RE = re.compile(r"\b(?:january|february|march|april|may|june|july|august|september|october|november"
+                            r"|december)\s+\d{1,2}\b|\b(?:months?|years?|quarters?)\s+ended\b|\d{4}\s*年\s*\d{1,2}\s*月")
+# a parent company's own statements (母公司, "parent company only") repeat every row of the consolidated ones;
+# a question that does not ask for them is about the group
+PARENT_RE = re.compile(r"母公司|\bparent\s+company\b|\bregistrant\b", re.IGNORECASE)
+
+
+def row_label_key(cell: str) -> str:
+    """A row label as a question would name it: lower case, without numbering, note marks or unit.
+
+    Args:
+        cell: The label cell ("其中：营业收入", "Delivery revenue (1)", "营业收入（元）").
+    """
+    label = " ".join(cell.split()).lower()
+    for _ in range(2):  # "（1）其中：" / "Revenue (1):"
+        label = _LABEL_PREFIX_RE.sub("", label)
+        label = _LABEL_SUFFIX_RE.sub("", label)
+    return _unspace_cjk(label.strip())
+
+
+def named_row_label(question: str, text: str) -> str:
+    """The longest row label of a Markdown table chunk that ``question`` names word for word ("" if none).
+
+    A question about a cell names its row ("What was Freight revenue in …", "2019年营业收入是多少元"):
+    a table that holds that label as a row is about the question even when other passages repeat more of
+    its words. Only labels that are words count (no figures), of at least ``MIN_LABEL_CHARS`` characters
+    (``MIN_CJK_LABEL_CHARS`` in Chinese), Latin ones matched as whole words; rows that are dates or
+    periods never count, and a parent company's own statement (母公司, "parent company") counts only
+    when the question asks for it.
+
+    Args:
+        question: The user's question.
+        text: The table chunk's Markdown.
+    """
+    caption, rows = split_markdown_table(text)
+    asked = _unspace_cjk(" ".join(question.lower().split()))
+    if any(PARENT_RE.search(line) for line in caption) and not PARENT_RE.search(question):
+        return ""
+    best = ""
+    for row in rows[1:]:
+        if not row or is_figure(row[0]):
+            continue
+        label = row_label_key(row[0])
+        shortest = MIN_CJK_LABEL_CHARS if CJK_RE.search(label) else MIN_LABEL_CHARS
+        if len(label) <= len(best) or len(label) < shortest:
+            continue
+        if _DATE_LABEL_RE.search(label):
+            continue
+        if re.search(f"(?<!{_LATIN_EDGE}){re.escape(label)}(?:e?s)?(?!{_LATIN_EDGE})", asked):  # "revenues"
+            best = label
+    return best
+
+
+def _unspace_cjk(text: str) -> str:
+    """Drop spaces next to Chinese characters ("营业收入 （元）" and "营业收入（元）" are one label)."""
+    return re.sub(r"(?<=[\u3000-\u9fff\uff00-\uffef])\s+|\s+(?=[\u3000-\u9fff\uff00-\uffef])", "", text)

@@ -32,6 +32,19 @@ def test_table_chunks_carry_the_document_title_and_text_chunks_nothing(tmp_path:
     assert Chunk.from_metadata(table.text, table.metadata()).context == document.title
 
 
+def test_a_table_is_searched_by_the_sentence_that_introduces_it_and_the_prose_keeps_it(tmp_path: Path) -> None:
+    intro = ("Dosing depends on the age of the patient and on the judgement of the treating physician, who may "
+             "lower it. The following table presents the recommended ibuprofen doses by age group (in milligrams):")
+    document = parse_file(fixtures.make_table_pdf(tmp_path, intro=intro))
+    chunks = chunk_document(document, "doc", ChunkingConfig())
+    [table] = [c for c in chunks if c.kind == "table"]
+    lead = "The following table presents the recommended ibuprofen doses by age group (in milligrams):"
+    assert table.context.splitlines() == [document.title, lead]
+    assert lead in embedding_text(table) and lead in keyword_text(table)  # both retrievers read it
+    assert "following table" not in table.text  # what is stored, shown and cited is the table alone
+    assert any("following table presents" in " ".join(c.text.split()) for c in chunks if c.kind == "text")
+
+
 def test_the_embedder_reads_a_table_as_its_words_and_prose_as_it_is(tmp_path: Path) -> None:
     chunks = _chunks(fixtures.make_table_pdf(tmp_path))
     [table] = [c for c in chunks if c.kind == "table"]

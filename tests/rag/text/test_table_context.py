@@ -1,0 +1,94 @@
+"""What a table is found by besides its cells: the sentence that introduces it, and the rows a question names."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.text.table_text import lead_in_before, named_row_label, row_label_key, table_lead_in
+
+REVENUE_INTRO = ("Note 2 – Revenue\n\nThe following tables present our revenues disaggregated by offering and "
+                 "geographical region. Revenue by geographical region is based on where the\ntransaction occurred. "
+                 "This level of disaggregation takes into consideration how revenue is affected\nby economic "
+                 "factors (in millions):\n\n")
+
+
+def test_the_following_table_sentence_is_the_lead_in_up_to_the_paragraph_end() -> None:
+    lead = table_lead_in(REVENUE_INTRO)
+    assert lead.startswith("The following tables present our revenues disaggregated by offering")
+    assert lead.endswith("by economic factors (in millions):") and "\n" not in lead
+    assert "Note 2" not in lead  # only the paragraph right above the table
+
+
+@pytest.mark.parametrize("before, lead", [
+    ("Intro.\n\nComponents of debt were as follows (in millions, except for percentages):\n\n",
+     "Components of debt were as follows (in millions, except for percentages):"),
+    ("公司主要会计数据如下表所示。\n\n", "公司主要会计数据如下表所示。"),
+    ("报告期内，基于应收票据的信用风险特征，将其划分为不同组合：\n", "报告期内，基于应收票据的信用风险特征，将其划分为不同组合："),
+    ("First sentence ends here. The schedule is summarized below:\n\n", "The schedule is summarized below:"),
+], ids=["as-follows", "zh-following-table", "zh-colon", "colon-takes-the-last-sentence"])
+def test_a_paragraph_ending_in_a_colon_or_naming_the_table_leads_into_it(before: str, lead: str) -> None:
+    assert table_lead_in(before) == lead
+
+
+@pytest.mark.parametrize("before", [
+    "The committee met in March. Revenue grew by 12% in the year.\n\n",  # running text that ends a sentence
+    "其他说明：\n\n",  # a form label, not a subject
+    "",
+], ids=["sentence", "form-label", "nothing"])
+def test_other_paragraphs_lead_into_nothing(before: str) -> None:
+    assert table_lead_in(before) == ""
+
+
+def test_the_parts_of_a_split_table_share_the_lead_in_of_the_first_part() -> None:
+    part = "| Revenue | 1 |\n| --- | --- |\n| Freight revenue | 2 |"
+    text = REVENUE_INTRO + part + "\n\n" + part + "\n\nWe offer subscription memberships.\n\n" + part
+    first = len(REVENUE_INTRO)
+    second = first + len(part) + 2
+    third = text.rindex(part)
+    spans = [(first, first + len(part)), (second, second + len(part)), (third, third + len(part))]
+    assert lead_in_before(text, spans, second) == lead_in_before(text, spans, first) != ""
+    assert lead_in_before(text, spans, third) == ""  # prose in between: that table has its own (none)
+
+
+STATEMENT = "\n".join([
+    "合并利润表", "| 项目 | 2019 年度 | 2018 年度 |", "| --- | --- | --- |",
+    "| 一、营业总收入 | 39,608,340,979.04 | 37,036,329,015.10 |",
+    "| 其中：营业收入 | 39,608,340,979.04 | 37,036,329,015.10 |",
+    "| 投资活动产生的现金流量净额 | -311,436,381.79 | 853,383,040.06 |",
+])
+REVENUES = "\n".join([
+    "Three Months Ended March 31,", "|  | 2021 | 2022 |", "| --- | --- | --- |",
+    "| Mobility revenue (1) | $ 853 | $ 2,518 |", "| Freight revenue | 301 | 1,824 |",
+    "| Freight | 301 | 1,824 |", "| Balance as of March 31, 2022 | 5 | 6 |", "| Total | 2,903 | 6,854 |",
+])
+
+
+@pytest.mark.parametrize("cell, key", [
+    ("其中：营业收入", "营业收入"), ("营业收入（元）", "营业收入"), ("一、营业总收入", "营业总收入"),
+    ("Delivery revenue (1)", "delivery revenue"), ("Less: Revenue:", "revenue"), ("营业收入 （元）", "营业收入"),
+    ("Unrealized (gain) loss on debt", "unrealized (gain) loss on debt"),
+], ids=["zh-of-which", "zh-unit", "zh-numbering", "note-mark", "less-colon", "spaced-unit", "inner-brackets"])
+def test_a_row_label_loses_its_numbering_note_mark_and_unit(cell: str, key: str) -> None:
+    assert row_label_key(cell) == key
+
+
+@pytest.mark.parametrize("question, table, label", [
+    ("What was Freight revenue in the three months ended March 31, 2022?", REVENUES, "freight revenue"),
+    ("How much did freight revenues grow?", REVENUES, "freight revenue"),
+    ("华锦股份2019年营业收入是多少元？", STATEMENT, "营业收入"),
+    ("2019年投资活动产生的现金流量净额是多少？", STATEMENT, "投资活动产生的现金流量净额"),
+    ("What was the balance as of March 31, 2022?", REVENUES, ""),  # a date row says when, not what
+    ("What was the total?", REVENUES, ""),  # "total" is too short to name a particular row
+    ("2019年合计是多少？", STATEMENT.replace("一、营业总收入", "合计"), ""),
+    ("How is freightliner doing?", REVENUES, ""),  # whole words only
+    ("What was Freight revenue?", "Freight revenue 301 1,824", ""),  # no Markdown rows
+], ids=["longest", "plural", "zh-of-which", "zh-long", "date-row", "short", "zh-short", "part-of-a-word", "no-rows"])
+def test_the_longest_row_label_a_question_names_word_for_word(question: str, table: str, label: str) -> None:
+    assert named_row_label(question, table) == label
+
+
+def test_a_parent_company_statement_counts_only_when_the_question_asks_for_it() -> None:
+    parent = STATEMENT.replace("合并利润表", "4、母公司利润表")
+    assert named_row_label("2019年营业收入是多少元？", parent) == ""
+    assert named_row_label("母公司2019年营业收入是多少元？", parent) == "营业收入"
+    assert named_row_label("What was revenue?", "PARENT COMPANY ONLY\n| | 2022 |\n| --- | --- |\n| Revenue | 1 |") == ""
