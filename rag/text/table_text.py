@@ -139,6 +139,7 @@ def table_period_words(text: str) -> str:
 
 
 _PARAGRAPH_BREAK_RE = re.compile(r"\n\s*\n")
+_NON_SPACE_RE = re.compile(r"\S")
 # "The following table(s) …", "… as follows:", "如下表", "见下表": a sentence that introduces a table
 _INTRODUCES_RE = re.compile(r"\b(?:the\s+)?following\s+tables?\b|\btables?\s+below\b|\bas\s+follows\b|如下表|下表",
                             re.IGNORECASE)
@@ -162,8 +163,12 @@ def lead_in_before(text: str, spans: list[tuple[int, int]], start: int) -> str:
     """
     first = start
     for span_start, span_end in sorted(spans, reverse=True):
-        if span_start <= first < span_end or (span_end <= first and not text[span_end:first].strip()):
+        if span_start <= first < span_end:
             first = min(first, span_start)
+        elif span_end <= first:
+            if _NON_SPACE_RE.search(text, span_end, first):
+                break  # text between: every earlier table is further away still
+            first = span_start
     return table_lead_in(text[max(0, first - _LOOK_BACK_CHARS):first])
 
 
