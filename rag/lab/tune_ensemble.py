@@ -173,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.grid == "check":
         rows_in = [json.loads(line) for line in args.settings_from.read_text(encoding="utf-8").splitlines()]
         rows_in = sorted((r for r in rows_in if "spec" in r), key=lambda r: -r[PRIMARY[r["dataset"]]])
-        settings = [_setting(r) for r in rows_in[:args.top]]
+        # the top rows, then the best of each family not among them
+        picked = rows_in[:args.top] + [next(r for r in rows_in if r["family"] == f)
+                                       for f in sorted({r["family"] for r in rows_in})]
+        settings = list(dict.fromkeys(_setting(r) for r in picked))
     else:
         depths = [int(d) for d in args.depths.split(",")]
         settings = three_way_grid(depths, args.step) + dense_first_grid(depths)
@@ -210,9 +213,10 @@ def _report(lists: Lists, rows: list[dict], primary: str, second: str, args: arg
             best = next(r for r in order if r["family"] == family)
             print(_line(best["setting"], best, primary, second))
     print(f"top {min(10, len(order))} settings:" if ranked else "the settings checked, in their given order:")
-    for row in order[:10]:
+    shown = order[:10] if ranked else order
+    for row in shown:
         print(_line(row["setting"], row, primary, second))
-    top = [r[primary] for r in order[:10]]
+    top = [r[primary] for r in shown]
     print(f"  spread of these: {min(top):.4f}-{max(top):.4f} ({max(top) - min(top):.4f})")
     default_runs = lists.default_runs()
     print(_line("default, replayed through fuse3 (must equal the default above)",
