@@ -94,17 +94,46 @@ def fuse(vector: Hits, bm25: Hits, setting: FusionSetting, *, short: bool = Fals
     if setting.mode == "vector":
         return [d for d, _ in vector]
     weight = setting.weight_for(coverage)
-    lists = [(vector, weight), (bm25, 1.0 - weight)]
+    return fuse_lists([(vector, weight), (bm25, 1.0 - weight)], setting.mode, normalization=setting.normalization,
+                      rrf_k=setting.rrf_k, candidate_k=k)
+
+
+def fuse_lists(lists: Sequence[tuple[Hits, float]], mode: str, *, normalization: str = "minmax", rrf_k: int = 60,
+               candidate_k: int = 30) -> list[str]:
+    """Any number of (already cut) lists fused by ``mode`` (``rrf`` or ``weighted``), as the library fuses them.
+
+    Args:
+        lists: (hits, weight) per list; a list of weight <= 0 is left out.
+        mode: ``rrf`` or ``weighted`` (normalised scores by ``normalization``).
+        normalization: ``minmax`` or ``max`` (weighted mode).
+        rrf_k: The RRF constant.
+        candidate_k: How many fused ids are kept.
+    """
+    return [doc for doc, _ in fuse_scored(lists, mode, normalization=normalization, rrf_k=rrf_k,
+                                          candidate_k=candidate_k)]
+
+
+def fuse_scored(lists: Sequence[tuple[Hits, float]], mode: str, *, normalization: str = "minmax", rrf_k: int = 60,
+                candidate_k: int = 30) -> Hits:
+    """``fuse_lists`` with each fused document's score (the weighted sum it was ranked by).
+
+    Args:
+        lists: (hits, weight) per list; a list of weight <= 0 is left out.
+        mode: ``rrf`` or ``weighted``.
+        normalization: ``minmax`` or ``max`` (weighted mode).
+        rrf_k: The RRF constant.
+        candidate_k: How many fused hits are kept.
+    """
     totals: dict[str, float] = {}
     best_rank: dict[str, int] = {}
     order: dict[str, int] = {}
     for hits, weight in lists:
         if weight <= 0:
             continue
-        if setting.mode == "rrf":
-            values = [weight / (setting.rrf_k + rank) for rank in range(1, len(hits) + 1)]
+        if mode == "rrf":
+            values = [weight / (rrf_k + rank) for rank in range(1, len(hits) + 1)]
         else:
-            values = [weight * v for v in _normalize([s for _, s in hits], setting.normalization)]
+            values = [weight * v for v in _normalize([s for _, s in hits], normalization)]
         seen: set[str] = set()
         for rank, ((doc, _), value) in enumerate(zip(hits, values), start=1):
             order.setdefault(doc, len(order))
@@ -113,7 +142,7 @@ def fuse(vector: Hits, bm25: Hits, setting: FusionSetting, *, short: bool = Fals
                 seen.add(doc)
                 totals[doc] = totals.get(doc, 0.0) + value
     ranked = sorted(totals, key=lambda d: (-totals[d], best_rank[d], order[d]))
-    return ranked[:k]
+    return [(doc, totals[doc]) for doc in ranked[:candidate_k]]
 
 
 def replay(dataset: EvalDataset, vector: dict[str, Hits], bm25: dict[str, Hits], setting: FusionSetting,
@@ -130,6 +159,12 @@ def replay(dataset: EvalDataset, vector: dict[str, Hits], bm25: dict[str, Hits],
         short = count_tokens(text) <= short_query_tokens
         runs[qid] = fuse(vector.get(qid, []), bm25.get(qid, []), setting, short=short,
                          coverage=(coverage or {}).get(qid))[:EVAL_DEPTH]
+    return score_runs(dataset, runs, slices)
+
+
+def score_runs(dataset: EvalDataset, runs: dict[str, list[str]],
+               slices: dict[str, set[str]] | None = None) -> dict[str, float]:
+    """Mean metrics of ``runs`` (qid -> ranked ids) over ``dataset``'s questions, plus ``<slice>:<metric>``."""
     metrics = aggregate(runs, {q: dataset.qrels.get(q, {}) for q in dataset.queries})
     for name, qids in (slices or {}).items():
         part = aggregate({q: runs[q] for q in qids if q in runs}, {q: dataset.qrels.get(q, {}) for q in qids})
@@ -174,6 +209,15 @@ def split_questions(full: EvalDataset, split: str, data_root: Path) -> EvalDatas
     return replace(full, queries=part.queries, qrels=part.qrels, split=split)
 
 
+def unlike_slice(dataset: EvalDataset, bm25_replay: BM25Replay, below: float = 0.4) -> set[str]:
+    """Questions phrased unlike their passage: the gold passage holds under ``below`` of their IDF-weighted tokens.
+
+    An analysis slice: the app cannot see the gold passage at query time.
+    """
+    return {q for q in dataset.queries
+            if max((bm25_replay.coverage(q, d) for d in dataset.qrels[q] if dataset.qrels[q][d] > 0), default=1) < below}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag.lab.tune_fusion", description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", required=True, help="scifact, squad, cmrc2018 or cmrc2018-tw")
@@ -201,10 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     bm25_replay = BM25Replay(full)
     floats = lambda text: [float(v) for v in text.split(",")]  # noqa: E731
     rows = []
-    # the slice of questions phrased unlike their passage: the gold passage holds under 40% of the
-    # question's IDF-weighted tokens (an analysis slice; the app cannot see it at query time)
-    unlike = {q for q in dataset.queries
-              if max((bm25_replay.coverage(q, d) for d in dataset.qrels[q] if dataset.qrels[q][d] > 0), default=1) < 0.4}
+    unlike = unlike_slice(dataset, bm25_replay)
     for k1, b, phrase in itertools.product(floats(args.k1), floats(args.b), floats(args.phrase_weight)):
         bm25 = bm25_replay.lists(BM25Setting(k1, b, phrase))
         coverage = {q: bm25_replay.coverage(q, hits[0][0]) for q, hits in bm25.items() if hits}
