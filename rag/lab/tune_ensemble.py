@@ -21,18 +21,30 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
+from rag.config.search import RetrievalConfig
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT, EvalDataset
 from rag.evaluation.metrics import per_query
 from rag.lab.ensemble import EnsembleSetting, fuse3
 from rag.lab.paired_bootstrap import paired_bootstrap
 from rag.lab.replay import BM25Replay, BM25Setting, Hits, dense_lists
+from rag.retrieval.adaptive import COVERAGE_BELOW, DENSE_SHIFT
 from rag.lab.tune_fusion import (
     EVAL_DEPTH, PRIMARY, REPORT_SPLITS, FusionSetting, fusion_grid, replay, score_runs, split_questions,
     unlike_slice, with_all_questions,
 )
 from rag.text.language import count_tokens
 
-DEFAULT = FusionSetting("weighted", 0.4, candidate_k=20, coverage_below=0.5, weak_lexical_weight=0.5)
+
+
+def _app_default() -> FusionSetting:
+    """The app's default fusion, read from its config and adaptive rule, so the baseline follows them."""
+    retrieval = RetrievalConfig()
+    vector_weight = retrieval.vector_weight / (retrieval.vector_weight + retrieval.keyword_weight)
+    return FusionSetting(retrieval.fusion, vector_weight, rrf_k=retrieval.rrf_k, candidate_k=retrieval.candidate_k,
+                         coverage_below=COVERAGE_BELOW, weak_lexical_weight=vector_weight + DENSE_SHIFT)
+
+
+DEFAULT = _app_default()
 DENSE = ("bundled:minilm", "bundled:e5-small")
 SECOND_METRIC = {"scifact": "recall@10", "squad": "recall@5"}
 
