@@ -163,12 +163,11 @@ def lead_in_before(text: str, spans: list[tuple[int, int]], start: int) -> str:
     """
     first = start
     for span_start, span_end in sorted(spans, reverse=True):
-        if span_start <= first < span_end:
-            first = min(first, span_start)
-        elif span_end <= first:
-            if _NON_SPACE_RE.search(text, span_end, first):
-                break  # text between: every earlier table is further away still
-            first = span_start
+        if span_start > first:
+            continue
+        if span_end <= first and _NON_SPACE_RE.search(text, span_end, first):
+            break  # text between: every earlier table is further away still
+        first = span_start
     return table_lead_in(text[max(0, first - _LOOK_BACK_CHARS):first])
 
 
