@@ -6,7 +6,8 @@ PyMuPDF's grid follows the drawings, which are not always the table's logical st
   of different heights, which the grid turns into three rows; rows whose cells reach into the next
   row are one logical row;
 * filings set "$" in a cell of its own on some rows only, and a merged cell puts the other rows'
-  numbers in that column; a currency sign joins the cell on its right (a "%" the cell on its left),
+  numbers in that column; a currency sign joins the number on its right (a "%" the number on its
+  left), across empty spacer columns,
   and two neighbouring columns that never both hold text in the same row are one column;
 * columns with no text at all are dropped;
 * a header printed over several rows (Chinese reports' "2019 年 | 2018 年" over "调整前 | 调整后") is
@@ -58,12 +59,14 @@ def clean_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
     rows = [row for row in rows if any(row)]
     for row in rows:
         for c in range(len(row) - 1):
-            if row[c] and row[c + 1] and _is_currency(row[c]):
-                row[c + 1] = row[c] + row[c + 1]
+            number = _next_filled(row, c, +1)
+            if row[c] and number is not None and _is_currency(row[c]) and _joins(row, c, number):
+                row[number] = row[c] + row[number]
                 row[c] = []
         for c in range(len(row) - 1, 0, -1):  # "3.8 | %": a percent sign in its own cell joins its number
-            if row[c] and row[c - 1] and _is_percent(row[c]):
-                row[c - 1] = row[c - 1] + [_glued(word) for word in row[c]]
+            number = _next_filled(row, c, -1)
+            if row[c] and number is not None and _is_percent(row[c]) and _joins(row, c, number):
+                row[number] = row[number] + [_glued(word) for word in row[c]]
                 row[c] = []
     columns = [c for c in range(width) if any(row[c] for row in rows)]
     rows = [[row[c] for c in columns] for row in rows]
@@ -142,6 +145,20 @@ def _merge_complementary_columns(rows: list[list[Cell]]) -> list[list[Cell]]:
         else:
             c += 1
     return rows
+
+
+def _next_filled(row: list[Cell], c: int, step: int) -> int | None:
+    """The nearest column from ``c`` in direction ``step`` that holds text (filings leave empty
+    spacer columns between a number and its "%")."""
+    c += step
+    while 0 <= c < len(row) and not row[c]:
+        c += step
+    return c if 0 <= c < len(row) else None
+
+
+def _joins(row: list[Cell], sign: int, number: int) -> bool:
+    """A sign joins its neighbour, or a figure across empty columns."""
+    return abs(sign - number) == 1 or is_figure(_text(row[number]))
 
 
 def _is_percent(cell: Cell) -> bool:

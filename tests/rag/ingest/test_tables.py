@@ -150,6 +150,19 @@ def test_a_percent_sign_in_its_own_cell_joins_its_number() -> None:
     assert rows[1][1][1].join == ""  # written as "8.1%" in the Markdown
 
 
+def test_signs_join_their_numbers_across_empty_spacer_columns() -> None:
+    # "Effective tax rate | | 261 | | % | | 4 | | %": the grid has a spacer column between number and sign
+    boxes = [(x, 0, x + 20, 20) for x in range(0, 220, 20)]
+    words = ["Effective tax rate", "", "261", "", "%", "", "$", "", "4", "", "%"]
+    cells = [[[_word(text, box[0] + 1, 5)] if text else [] for text, box in zip(words, boxes)]]
+    cells.append([[_word("Tax", 1, 25)], [], [_word("rate", 41, 25)], [], [], [], [], [], [], [], []])
+    grid = [boxes, [(x, 20, x + 20, 40) for x in range(0, 220, 20)]]
+    rows = clean_rows(grid, cells)
+    texts = [[" ".join(w.text for w in cell) for cell in row] for row in rows]
+    assert texts[0][:2] == ["Effective tax rate", "261 %"] and "$ 4 %" in texts[0]
+    assert "%" not in texts[0] and "$" not in texts[0]
+
+
 def test_a_label_wrapped_beside_numbers_at_another_height_is_one_row() -> None:
     # the label's two lines and the numbers are drawn as cells of different heights (three grid rows)
     grid = [[(0, 0, 100, 18), (100, 0, 150, 8)],
