@@ -16,6 +16,7 @@ from rag.ingest.options import ParseOptions
 from rag.ingest.parse import parse_file
 from rag.ingest.pdf_layout import RawWord
 from rag.ingest.table_grid import clean_rows, split_header
+from rag.ingest.tables import TableBlock
 from rag.index.store import DocumentStore
 from rag.text.language import count_tokens
 from tests import fixtures
@@ -161,6 +162,16 @@ def test_signs_join_their_numbers_across_empty_spacer_columns() -> None:
     texts = [[" ".join(w.text for w in cell) for cell in row] for row in rows]
     assert texts[0][:2] == ["Effective tax rate", "261 %"] and "$ 4 %" in texts[0]
     assert "%" not in texts[0] and "$" not in texts[0]
+
+
+def test_a_number_wrapped_in_a_narrow_cell_is_written_whole() -> None:
+    header = [[_word("股东", 0, 0)], [_word("持股数", 60, 0)], [_word("Name", 120, 0)]]
+    row = [[_word("朱守琛", 0, 20)], [_word("215,768,64", 60, 20), _word("3", 60, 32)],
+           [_word("New", 120, 20), _word("York", 120, 32)]]
+    block = TableBlock(bbox=(0, 0, 200, 50), caption=[], header=header, rows=[row])
+    (pieces, _), = block.parts(1000)
+    text = "".join(text for text, _ in pieces)
+    assert "| 215,768,643 |" in text and "| New York |" in text
 
 
 def test_a_label_wrapped_beside_numbers_at_another_height_is_one_row() -> None:
