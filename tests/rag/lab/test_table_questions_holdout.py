@@ -1,5 +1,5 @@
-"""Both table-question files are well-formed: unique ids, known splits, and every question's row label
-and value printed on its page of the shared PDFs; the held-out set repeats no tune/test question.
+"""All table-question files are well-formed: unique ids, known splits, and every question's row label
+and value printed on its page of the shared PDFs; each held-out set repeats no cell of the files before it.
 
 The page check compares as ``rag/lab/bench_tables.py`` does (whitespace removed) on PyMuPDF's
 ``page.get_text()``; it is skipped only when ``../shared/data/pdfs`` is absent from this checkout.
@@ -17,7 +17,10 @@ import pytest
 from tests.conftest import SHARED_DATA
 
 DATA = Path(__file__).resolve().parents[3] / "rag" / "lab" / "data"
-FILES = {"table_questions.json": {"tune", "test"}, "table_questions_holdout.json": {"holdout"}}
+# In the order they were written: each held-out file must repeat no (file, page, row) of the ones before it.
+FILES = {"table_questions.json": {"tune", "test"}, "table_questions_holdout.json": {"holdout"},
+         "table_questions_holdout2.json": {"holdout2"}}
+HELD_OUT = ["table_questions_holdout.json", "table_questions_holdout2.json"]
 PDF_ROOT = SHARED_DATA / "pdfs"
 FIELDS = {"id", "split", "file", "page", "question", "row", "answer"}
 
@@ -48,21 +51,30 @@ def test_ids_are_unique_and_splits_known(name: str) -> None:
         assert all(question[key].strip() for key in ("question", "row", "answer")), question["id"]
 
 
-def test_ids_are_unique_across_both_files() -> None:
+def test_ids_are_unique_across_all_files() -> None:
     ids = [question["id"] for _, question in QUESTIONS]
     assert len(ids) == len(set(ids))
 
 
-def test_holdout_repeats_no_tune_or_test_cell() -> None:
-    used = {(q["file"], q["page"], q["row"]) for q in _load("table_questions.json")["questions"]}
-    repeated = [q["id"] for q in _load("table_questions_holdout.json")["questions"]
-                if (q["file"], q["page"], q["row"]) in used]
+@pytest.mark.parametrize("name", HELD_OUT)
+def test_holdout_repeats_no_earlier_cell(name: str) -> None:
+    earlier = list(FILES)[:list(FILES).index(name)]
+    used = {(q["file"], q["page"], q["row"]) for file in earlier for q in _load(file)["questions"]}
+    repeated = [q["id"] for q in _load(name)["questions"] if (q["file"], q["page"], q["row"]) in used]
     assert not repeated
 
 
-def test_holdout_paraphrased_flag_matches_the_wording() -> None:
+def test_holdout2_uses_no_page_of_the_earlier_files() -> None:
+    """The second held-out set was written only on pages that no earlier question uses."""
+    used = {(q["file"], q["page"]) for file in list(FILES)[:2] for q in _load(file)["questions"]}
+    reused = [q["id"] for q in _load("table_questions_holdout2.json")["questions"] if (q["file"], q["page"]) in used]
+    assert not reused
+
+
+@pytest.mark.parametrize("name", HELD_OUT)
+def test_holdout_paraphrased_flag_matches_the_wording(name: str) -> None:
     """A copied question holds the printed label (case and spacing aside); a paraphrased one does not."""
-    questions = _load("table_questions_holdout.json")["questions"]
+    questions = _load(name)["questions"]
     assert all(isinstance(q.get("paraphrased"), bool) for q in questions)
     wrong = [q["id"] for q in questions
              if q["paraphrased"] == (_squeeze(q["row"]).lower() in _squeeze(q["question"]).lower())]
