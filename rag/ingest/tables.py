@@ -1,7 +1,7 @@
 """Tables found by PyMuPDF become Markdown blocks whose every cell word keeps its box.
 
 ``find_tables`` takes the page's text lines (``RawLine`` blocks), asks ``page.find_tables()`` where
-the tables are, moves every word inside a table into its cell and the caption lines above it into the
+the tables are (and ``rag.ingest.rule_tables`` for tables drawn with horizontal rules only), moves every word inside a table into its cell and the caption lines above it into the
 table, and returns the page as a list of items: text blocks (without the table's words, so the running
 text never repeats a cell) and ``TableBlock``s, each before the first text block below it. Column
 headings printed above the ruled part ("2021  2022") become the header row; the grid's quirks are
@@ -22,6 +22,7 @@ from typing import Union
 import pymupdf
 
 from rag.ingest.pdf_layout import RawLine, RawWord
+from rag.ingest.rule_tables import rule_tables
 from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, place, split_header
 from rag.text.language import CJK_RE, count_tokens
 
@@ -79,13 +80,16 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
         Exception: whatever PyMuPDF raises on a broken page; the caller keeps the page as plain text.
     """
     items: list[Item] = [list(block) for block in blocks]
-    if not has_ruling(pdf_page):
-        return items
-    pymupdf.no_recommend_layout()  # PyMuPDF would print an advertisement to stdout
-    found = pdf_page.find_tables().tables
+    found = []
+    if has_ruling(pdf_page):
+        pymupdf.no_recommend_layout()  # PyMuPDF would print an advertisement to stdout
+        found = pdf_page.find_tables().tables
     for table in found:
         grid = [[tuple(cell) if cell is not None else None for cell in row.cells] for row in table.rows]
         items = _cut_out(items, tuple(table.bbox), grid)
+    words = [word for block in blocks for line in block for word in line.words]
+    for bbox, grid in rule_tables(pdf_page, words, taken=[tuple(table.bbox) for table in found]):
+        items = _cut_out(items, bbox, grid)
     return items
 
 
