@@ -5,8 +5,8 @@ vertical lines and no rule between rows. Three or more rules of the same width, 
 ``MAX_RULE_GAP``, mark such a table; its rows are the text lines between the top and bottom rule, and
 its columns are the gaps in x that no word of a multi-cell row covers (a row of one run of words, such as
 "Baselines without retrieval", spans the table and is left out of that count). Only tables of figures
-are taken: most cells right of the label column must be numbers, which keeps algorithm boxes and ruled
-text out. The grid goes to the same cell placement as PyMuPDF's tables (``tables._cut_out``).
+are taken: some column right of the labels must hold mostly numbers, which keeps algorithm boxes and
+ruled text out. The grid goes to the same cell placement as PyMuPDF's tables (``tables._cut_out``).
 """
 
 from __future__ import annotations
@@ -23,23 +23,27 @@ MIN_RULE_WIDTH = 60.0  # points; shorter strokes are underlines or dashes
 SAME_EDGE = 1.5  # points; rules of one table start and end together
 MAX_RULE_GAP = 260.0  # points between consecutive rules of one table
 MIN_COLUMN_GAP = 4.0  # points; wider than a space between two words of one cell
-MIN_FIGURE_SHARE = 0.5  # of the words right of the label column
+MAX_PLOT_STROKES = 4  # curves or slanted lines inside the rules: a chart
+MIN_FIGURE_SHARE = 0.5  # of the words in a column of figures ("1 所" is half a figure)
 _FIGURE_START_RE = re.compile(r"[-+−–(±~<>]?[$€£¥]?\d")
-_DASHES = {"-", "–", "—", "−"}
+_DASHES = {"-", "–", "—", "−", "±"}
 
 
 def rule_tables(pdf_page: pymupdf.Page, words: Iterable[RawWord], *, taken: list[Box]) -> list[tuple[Box, Grid]]:
     """(bbox, grid) of each table of figures between horizontal rules, outside the boxes in ``taken``."""
     words = list(words)
+    strokes = _plot_strokes(pdf_page)
     tables = []
     for x0, x1, ys in _rule_groups(pdf_page):
         bbox = (x0, ys[0], x1, ys[-1])
         if any(_overlaps(bbox, box) for box in taken):
             continue
+        if sum(1 for x, y in strokes if bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]) >= MAX_PLOT_STROKES:
+            continue  # a chart's frame and axis labels, not a table
         inside = [word for word in words if _centre_in(word.box, bbox)]
         body = [word for word in inside if word.box[1] >= ys[1] - 1] if len(ys) > 2 else inside
         columns = _columns(body, x0, x1)
-        if len(columns) < 2 or not _mostly_figures(body, columns):
+        if len(columns) < 2 or not _has_figure_column(body, columns):
             continue
         rows = _rows(inside, ys[0], ys[-1])
         if len(rows) < 2:
@@ -80,6 +84,17 @@ def _rule_groups(pdf_page: pymupdf.Page) -> list[tuple[float, float, list[float]
                 current.append(y)
         groups.append((x0, x1, current))
     return [group for group in groups if len(group[2]) >= 3]
+
+
+def _plot_strokes(pdf_page: pymupdf.Page) -> list[tuple[float, float]]:
+    """Midpoints of the curves and slanted lines a chart is drawn with; a table has none."""
+    points = []
+    for path in pdf_page.get_cdrawings():
+        for item in path["items"]:
+            if item[0] == "c" or (item[0] == "l" and abs(item[1][0] - item[2][0]) > 1
+                                  and abs(item[1][1] - item[2][1]) > 1):
+                points.append(((item[1][0] + item[-1][0]) / 2, (item[1][1] + item[-1][1]) / 2))
+    return points
 
 
 def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, float]]:
@@ -126,14 +141,18 @@ def _rows(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, 
     return list(zip(edges, edges[1:]))
 
 
-def _mostly_figures(body: list[RawWord], columns: list[tuple[float, float]]) -> bool:
-    right_of_labels = [word for word in body if (word.box[0] + word.box[2]) / 2 > columns[0][1]]
-    figures = sum(1 for word in right_of_labels if _is_figure(word.text))
-    return bool(right_of_labels) and figures >= MIN_FIGURE_SHARE * len(right_of_labels)
+def _has_figure_column(body: list[RawWord], columns: list[tuple[float, float]]) -> bool:
+    """Whether a column right of the labels holds mostly figures (results beside citations and names)."""
+    for left, right in columns[1:]:
+        texts = [word.text for word in body if left <= (word.box[0] + word.box[2]) / 2 < right]
+        figures = sum(1 for text in texts if _is_figure(text))
+        if figures >= 2 and figures >= MIN_FIGURE_SHARE * len(texts):
+            return True
+    return False
 
 
 def _is_figure(text: str) -> bool:
-    """A number, perhaps with a unit of up to three letters ("52.2M", "2x80GB", "84.59±0.3"), or a dash."""
+    """A number, perhaps with a unit of up to three letters ("52.2M", "2x80GB"), a dash or a "±"."""
     text = text.strip("*†‡")
     return text in _DASHES or bool(_FIGURE_START_RE.match(text)) and sum(char.isalpha() for char in text) <= 3
 

@@ -65,3 +65,14 @@ def test_figures_without_rules_stay_text(tmp_path: Path) -> None:
     page = parse_file(_ruled_page(tmp_path / "plain.pdf", ROWS, ruled=False)).pages[0]
     assert page.tables == []
     assert "55.8" in page.text
+
+
+def test_a_chart_between_rules_is_no_table(tmp_path: Path) -> None:
+    ticks = [("0", "5", "10", "15"), ("20", "25", "30", "35"), ("Iteration", None, None, None)]
+    path = _ruled_page(tmp_path / "chart.pdf", ticks)
+    doc = pymupdf.open(path)
+    doc[0].draw_polyline([(80, 150), (120, 130), (160, 140), (200, 120), (240, 135), (280, 118)], width=1)
+    doc.save(tmp_path / "chart-with-curve.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "chart-with-curve.pdf").pages[0]
+    assert page.tables == []
