@@ -168,10 +168,13 @@ def test_a_number_wrapped_in_a_narrow_cell_is_written_whole() -> None:
     header = [[_word("股东", 0, 0)], [_word("持股数", 60, 0)], [_word("Name", 120, 0)]]
     row = [[_word("朱守琛", 0, 20)], [_word("215,768,64", 60, 20), _word("3", 60, 32)],
            [_word("New", 120, 20), _word("York", 120, 32)]]
-    block = TableBlock(bbox=(0, 0, 200, 50), caption=[], header=header, rows=[row])
+    dates = [[_word("Note", 0, 50)], [_word("1,234,5", 60, 50), _word("6", 100, 50)],  # one line: two words
+             [_word("May", 120, 50), _word("1,", 150, 50), _word("2026", 120, 62)]]
+    block = TableBlock(bbox=(0, 0, 200, 80), caption=[], header=header, rows=[row, dates])
     (pieces, _), = block.parts(1000)
     text = "".join(text for text, _ in pieces)
     assert "| 215,768,643 |" in text and "| New York |" in text
+    assert "| 1,234,5 6 |" in text and "| May 1, 2026 |" in text
 
 
 def test_a_label_wrapped_beside_numbers_at_another_height_is_one_row() -> None:
