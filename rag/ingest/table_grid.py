@@ -29,6 +29,8 @@ Cell = list[RawWord]
 
 _CURRENCY_RE = re.compile(r"[$€£¥￥]+")
 _YEAR_RE = re.compile(r"(19|20)\d\d")
+_CUT_NUMBER_RE = re.compile(r"\d,\d{3},\d{0,2}$")  # a thousands group cut short: the number goes on
+_CUT_CODE_RE = re.compile(r"\d[-/]\d*$")  # "2019-0", "/12/2": a date or document number goes on
 MAX_HEADING_CHARS = 40  # a column heading is short; a longer cell is text wrapped over rows
 
 
@@ -73,6 +75,15 @@ def clean_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
     return _merge_complementary_columns(rows)
 
 
+def continues_number(previous: RawWord, word: RawWord) -> bool:
+    """A number or code wrapped onto the next line of its cell: "215,768,64" "3", "2019-0" "56",
+    "2019" "/12/2" "1"; never two values stacked ("2019" "2018") or a date ("May 1," "2026")."""
+    if word.box[1] < previous.box[3] - 1:
+        return False  # same line
+    return bool((_CUT_NUMBER_RE.search(previous.text) or _CUT_CODE_RE.search(previous.text)) and word.text[0].isdigit()
+                or previous.text[-1].isdigit() and word.text.startswith("/"))
+
+
 def split_header(rows: list[list[Cell]]) -> tuple[list[Cell], list[list[Cell]]]:
     """(header, body): the first row, joined with the rows under it that are headings too.
 
@@ -108,9 +119,10 @@ def _text(cell: Cell) -> str:
 def _group_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
     """Join grid rows that a tall cell ties together, when their values do not collide.
 
-    Rows are tied while a cell reaches below the next row's top. A tied group is one logical row
-    (a wrapped label beside numbers drawn at other heights) only if no column but the first has text
-    in two of its rows; a label spanning several rows of values keeps those rows apart.
+    Rows are tied while a cell reaches below the next row's top. A tied group is one logical row when
+    no column but the first has text in two of its rows (a wrapped label beside numbers drawn at other
+    heights), or when some column but the first has words in two of its rows (a row of text wrapped
+    in its cells); a label spanning several rows of values keeps those rows apart.
     """
     groups: list[list[int]] = []
     reach = float("-inf")
@@ -128,7 +140,9 @@ def _group_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
     for group in groups:
         width = len(cells[group[0]])
         collide = any(sum(1 for index in group if cells[index][c]) > 1 for c in range(1, width))
-        if len(group) > 1 and not collide:
+        wrapped = any(sum(1 for index in group if cells[index][c] and not is_figure(_text(cells[index][c]))) > 1
+                      for c in range(1, width))
+        if len(group) > 1 and (wrapped or not collide):
             rows.append([[word for index in group for word in cells[index][c]] for c in range(width)])
         else:
             rows.extend([list(cell) for cell in cells[index]] for index in group)

@@ -23,7 +23,7 @@ import pymupdf
 
 from rag.ingest.pdf_layout import RawLine, RawWord
 from rag.ingest.rule_tables import rule_tables
-from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, place, split_header
+from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.text.language import CJK_RE, count_tokens
 
 logger = logging.getLogger(__name__)
@@ -35,7 +35,6 @@ RUNNING_LINE_TOKENS = 12  # a line this long that breaks mid-sentence is running
 _SENTENCE_END_RE = re.compile(r"[.。!?！？]\s*$")
 _LOWER_START_RE = re.compile(r"[a-z]{2}")
 _CLAUSE_END_RE = re.compile(r"[.。!?！？:：;；]\s*$")
-_CUT_NUMBER_RE = re.compile(r"\d,\d{3},\d{0,2}$")  # a thousands group cut short: the number goes on
 _BELOW_CAPTION_RE = re.compile(r"^(table|tab\.)\s*\d|^表\s*[\d一二三四五六七八九十]", re.IGNORECASE)
 
 Piece = tuple[str, Union[RawWord, None]]  # text written into the page, and the word it is (None: markup)
@@ -302,8 +301,7 @@ def _row_pieces(row: list[Cell]) -> list[Piece]:
             if index:  # words of one cell may come from several lines: a space, except inside Chinese
                 previous = cell[index - 1].text  # or a number wrapped in a narrow column ("215,768,64" "3")
                 cjk = CJK_RE.match(previous[-1]) and CJK_RE.match(word.text[0])
-                number = (_CUT_NUMBER_RE.search(previous) and word.text[0].isdigit()
-                          and word.box[1] >= cell[index - 1].box[3] - 1)  # on the next line
+                number = continues_number(cell[index - 1], word)
                 pieces.append(("" if cjk or number or not word.join else " ", None))
             text = word.text.replace("|", "\\|")
             pieces.append((text, RawWord(text, word.box, word.join)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pymupdf
 import pytest
 
 from rag.answer.citations import best_quote
@@ -170,11 +171,29 @@ def test_a_number_wrapped_in_a_narrow_cell_is_written_whole() -> None:
            [_word("New", 120, 20), _word("York", 120, 32)]]
     dates = [[_word("Note", 0, 50)], [_word("1,234,5", 60, 50), _word("6", 100, 50)],  # one line: two words
              [_word("May", 120, 50), _word("1,", 150, 50), _word("2026", 120, 62)]]
-    block = TableBlock(bbox=(0, 0, 200, 80), caption=[], header=header, rows=[row, dates])
+    codes = [[_word("2019-0", 0, 80), _word("56", 0, 92)], [_word("2019", 60, 80), _word("2018", 60, 92)],
+             [_word("2019", 120, 80), _word("/12/2", 120, 92), _word("1", 120, 104)]]
+    block = TableBlock(bbox=(0, 0, 200, 120), caption=[], header=header, rows=[row, dates, codes])
     (pieces, _), = block.parts(1000)
     text = "".join(text for text, _ in pieces)
     assert "| 215,768,643 |" in text and "| New York |" in text
     assert "| 1,234,5 6 |" in text and "| May 1, 2026 |" in text
+    assert "| 2019-056 | 2019 2018 | 2019/12/21 |" in text  # codes and dates go on; stacked values do not
+
+
+def test_a_row_of_text_wrapped_in_its_cells_is_one_row() -> None:
+    # the grid draws every printed line as a row of its own, the cells' edges staggered between columns
+    grid = [[(0, 0, 100, 12), (100, 0, 200, 8), (200, 0, 260, 12)],
+            [None, (100, 8, 200, 20), None],
+            [(0, 12, 100, 24), (100, 20, 200, 24), (200, 12, 260, 24)],
+            [(0, 24, 100, 36), (100, 24, 200, 36), (200, 24, 260, 36)]]
+    cells = [[[_word("Panjin", 2, 2)], [_word("chemicals", 102, 2)], [_word("86,009,549.69", 202, 4)]],
+             [[], [_word("sales", 102, 12)], []],
+             [[_word("Jinyang", 2, 14)], [_word("and", 102, 21)], []],
+             [[_word("Total", 2, 26)], [_word("--", 102, 26)], [_word("307,418,245.47", 202, 26)]]]
+    rows = clean_rows(grid, cells)
+    assert [[" ".join(w.text for w in cell) for cell in row] for row in rows] == [
+        ["Panjin Jinyang", "chemicals sales and", "86,009,549.69"], ["Total", "--", "307,418,245.47"]]
 
 
 def test_a_label_wrapped_beside_numbers_at_another_height_is_one_row() -> None:
