@@ -1,5 +1,6 @@
 """All table-question files are well-formed: unique ids, known splits, and every question's row label
-and value printed on its page of the shared PDFs; each held-out set repeats no cell of the files before it.
+and value printed on its page of the shared PDFs; each held-out set repeats no cell of the files before it, and
+none sits on a development page (the tune split, then the first held-out set) of the files before it.
 
 The page check compares as ``rag/lab/bench_tables.py`` does (whitespace removed) on PyMuPDF's
 ``page.get_text()``; it is skipped only when ``../shared/data/pdfs`` is absent from this checkout.
@@ -19,8 +20,8 @@ from tests.conftest import SHARED_DATA
 DATA = Path(__file__).resolve().parents[3] / "rag" / "lab" / "data"
 # In the order they were written: each held-out file must repeat no (file, page, row) of the ones before it.
 FILES = {"table_questions.json": {"tune", "test"}, "table_questions_holdout.json": {"holdout"},
-         "table_questions_holdout2.json": {"holdout2"}}
-HELD_OUT = ["table_questions_holdout.json", "table_questions_holdout2.json"]
+         "table_questions_holdout2.json": {"holdout2"}, "table_questions_holdout3.json": {"holdout3"}}
+HELD_OUT = ["table_questions_holdout.json", "table_questions_holdout2.json", "table_questions_holdout3.json"]
 PDF_ROOT = SHARED_DATA / "pdfs"
 FIELDS = {"id", "split", "file", "page", "question", "row", "answer"}
 
@@ -68,6 +69,15 @@ def test_holdout2_uses_no_page_of_the_earlier_files() -> None:
     """The second held-out set was written only on pages that no earlier question uses."""
     used = {(q["file"], q["page"]) for file in list(FILES)[:2] for q in _load(file)["questions"]}
     reused = [q["id"] for q in _load("table_questions_holdout2.json")["questions"] if (q["file"], q["page"]) in used]
+    assert not reused
+
+
+def test_holdout3_uses_no_development_page() -> None:
+    """The third held-out set may share pages with the reported test split and holdout2, never with tuned-on ones."""
+    tuned = [q for q in _load("table_questions.json")["questions"] if q["split"] == "tune"]
+    tuned += _load("table_questions_holdout.json")["questions"]
+    used = {(q["file"], q["page"]) for q in tuned}
+    reused = [q["id"] for q in _load("table_questions_holdout3.json")["questions"] if (q["file"], q["page"]) in used]
     assert not reused
 
 
