@@ -31,10 +31,13 @@ _DASHES = {"-", "–", "—", "−", "±"}
 
 def rule_tables(pdf_page: pymupdf.Page, words: Iterable[RawWord], *, taken: list[Box]) -> list[tuple[Box, Grid]]:
     """(bbox, grid) of each table of figures between horizontal rules, outside the boxes in ``taken``."""
+    groups = _rule_groups(pdf_page)
+    if not groups:
+        return []
     words = list(words)
     strokes = _plot_strokes(pdf_page)
     tables = []
-    for x0, x1, ys in _rule_groups(pdf_page):
+    for x0, x1, ys in groups:
         bbox = (x0, ys[0], x1, ys[-1])
         if any(_overlaps(bbox, box) for box in taken):
             continue
