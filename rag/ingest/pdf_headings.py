@@ -1,9 +1,12 @@
-"""Find headings in a PDF that has no outline, from font sizes.
+"""Find headings in a PDF that has no outline, from font sizes and bold type.
 
 A heading is a short line set noticeably larger than the body font that does not end like a
-sentence. The body font is the size carrying the most characters. Lines that repeat on many pages
-(running headers) are dropped, consecutive heading lines of one block are merged (wrapped titles),
-and the distinct heading sizes, largest first, become levels 1-3.
+sentence. The body font is the size carrying the most characters. Filings and reports often set
+their headings in bold at the body size instead: a block of one or two such bold lines, followed by
+a block that is not all bold (longer bold runs are table headers), is a heading too, one level below the
+larger sizes. Lines that repeat on many pages (running headers) are dropped, consecutive heading
+lines of one block are merged (wrapped titles), and the distinct heading sizes, largest first,
+become levels 1-3.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ MAX_TOKENS = 14
 MAX_LEVELS = 3
 _SENTENCE_END_RE = re.compile(r"[.,;:!?，。；：！？、]$")
 _LETTERS_RE = re.compile(r"[^\W\d_]")
+_CJK_RE = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass
@@ -41,14 +45,17 @@ def detect_headings(document: ParsedDocument, lines: list[LineInfo]) -> list[Sec
     body = body_font_size(lines)
     if body <= 0:
         return []
-    candidates = [line for line in lines if _looks_like_heading(line, body)]
+    bold_blocks = _bold_blocks(lines, body)
+    candidates = [line for line in lines
+                  if _looks_like_heading(line, body) or (line.page, line.block) in bold_blocks]
     candidates = _drop_repeated(candidates, len(document.pages))
     merged = _merge_wrapped(candidates)
-    sizes = sorted({round(line.size * 2) / 2 for line, _ in merged}, reverse=True)
+    sizes = sorted({round(line.size * 2) / 2 for line, _ in merged if line.size - body >= MIN_POINTS}, reverse=True)
     offsets = document.page_offsets()
     sections = []
     for line, title in merged:
-        level = min(sizes.index(round(line.size * 2) / 2) + 1, MAX_LEVELS)
+        size = round(line.size * 2) / 2
+        level = min(sizes.index(size) + 1 if size in sizes else len(sizes) + 1, MAX_LEVELS)
         sections.append(Section(title=title, level=level, page=line.page,
                                 offset=offsets[line.page - 1] + line.start))
     return sections
@@ -67,9 +74,42 @@ def _looks_like_heading(line: LineInfo, body: float) -> bool:
     text = line.text.strip()
     if line.size < body * MIN_RATIO or line.size - body < MIN_POINTS:
         return False
-    if not text or _SENTENCE_END_RE.search(text) or len(_LETTERS_RE.findall(text)) < 2:
+    return _names_a_section(text)
+
+
+def _names_a_section(text: str) -> bool:
+    """Short, not ending like a sentence, and with letters enough to name something: two Chinese
+    characters (目录) do, two Latin letters (a cover page's "OR") do not."""
+    if not text or _SENTENCE_END_RE.search(text):
+        return False
+    letters = len(_LETTERS_RE.findall(text))
+    if letters < (2 if _CJK_RE.search(text) else 3):
         return False
     return count_tokens(text) <= MAX_TOKENS
+
+
+def _bold_blocks(lines: list[LineInfo], body: float) -> set[tuple[int, int]]:
+    """Blocks that are headings set in bold at the body size: runs of at most two consecutive
+    blocks of one or two bold, heading-like lines, followed by a block that is not all bold. Longer
+    bold runs are table headers or lists."""
+    blocks: dict[tuple[int, int], list[LineInfo]] = {}
+    for line in lines:
+        blocks.setdefault((line.page, line.block), []).append(line)
+    found: set[tuple[int, int]] = set()
+    run: list[tuple[int, int]] = []
+    for key, block in blocks.items():
+        if len(block) <= 2 and all(_bold_heading_line(line, body) for line in block):
+            run.append(key)
+            continue
+        if run and len(run) <= 2 and not all(line.bold for line in block):
+            found.update(run)
+        run = []
+    return found
+
+
+def _bold_heading_line(line: LineInfo, body: float) -> bool:
+    text = line.text.strip()
+    return line.bold and abs(line.size - body) < MIN_POINTS and _names_a_section(text)
 
 
 def _drop_repeated(lines: list[LineInfo], page_count: int) -> list[LineInfo]:

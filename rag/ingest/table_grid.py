@@ -6,7 +6,8 @@ PyMuPDF's grid follows the drawings, which are not always the table's logical st
   of different heights, which the grid turns into three rows; rows whose cells reach into the next
   row are one logical row;
 * filings set "$" in a cell of its own on some rows only, and a merged cell puts the other rows'
-  numbers in that column; a currency sign joins the cell on its right (a "%" the cell on its left),
+  numbers in that column; a currency sign joins the number on its right (a "%" the number on its
+  left), across empty spacer columns,
   and two neighbouring columns that never both hold text in the same row are one column;
 * columns with no text at all are dropped;
 * a header printed over several rows (Chinese reports' "2019 年 | 2018 年" over "调整前 | 调整后") is
@@ -28,6 +29,8 @@ Cell = list[RawWord]
 
 _CURRENCY_RE = re.compile(r"[$€£¥￥]+")
 _YEAR_RE = re.compile(r"(19|20)\d\d")
+_CUT_NUMBER_RE = re.compile(r"\d,\d{3},\d{0,2}$")  # a thousands group cut short: the number goes on
+_CUT_CODE_RE = re.compile(r"\d[-/]\d*$")  # "2019-0", "/12/2": a date or document number goes on
 MAX_HEADING_CHARS = 40  # a column heading is short; a longer cell is text wrapped over rows
 
 
@@ -58,16 +61,27 @@ def clean_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
     rows = [row for row in rows if any(row)]
     for row in rows:
         for c in range(len(row) - 1):
-            if row[c] and row[c + 1] and _is_currency(row[c]):
-                row[c + 1] = row[c] + row[c + 1]
+            number = _next_filled(row, c, +1)
+            if row[c] and number is not None and _is_currency(row[c]) and _joins(row, c, number):
+                row[number] = row[c] + row[number]
                 row[c] = []
         for c in range(len(row) - 1, 0, -1):  # "3.8 | %": a percent sign in its own cell joins its number
-            if row[c] and row[c - 1] and _is_percent(row[c]):
-                row[c - 1] = row[c - 1] + [_glued(word) for word in row[c]]
+            number = _next_filled(row, c, -1)
+            if row[c] and number is not None and _is_percent(row[c]) and _joins(row, c, number):
+                row[number] = row[number] + [_glued(word) for word in row[c]]
                 row[c] = []
     columns = [c for c in range(width) if any(row[c] for row in rows)]
     rows = [[row[c] for c in columns] for row in rows]
     return _merge_complementary_columns(rows)
+
+
+def continues_number(previous: RawWord, word: RawWord) -> bool:
+    """A number or code wrapped onto the next line of its cell: "215,768,64" "3", "2019-0" "56",
+    "2019" "/12/2" "1"; never two values stacked ("2019" "2018") or a date ("May 1," "2026")."""
+    if word.box[1] < previous.box[3] - 1:
+        return False  # same line
+    return bool((_CUT_NUMBER_RE.search(previous.text) or _CUT_CODE_RE.search(previous.text)) and word.text[0].isdigit()
+                or previous.text[-1].isdigit() and word.text.startswith("/"))
 
 
 def split_header(rows: list[list[Cell]]) -> tuple[list[Cell], list[list[Cell]]]:
@@ -105,9 +119,10 @@ def _text(cell: Cell) -> str:
 def _group_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
     """Join grid rows that a tall cell ties together, when their values do not collide.
 
-    Rows are tied while a cell reaches below the next row's top. A tied group is one logical row
-    (a wrapped label beside numbers drawn at other heights) only if no column but the first has text
-    in two of its rows; a label spanning several rows of values keeps those rows apart.
+    Rows are tied while a cell reaches below the next row's top. A tied group is one logical row when
+    no column but the first has text in two of its rows (a wrapped label beside numbers drawn at other
+    heights), or when some column but the first has words in two of its rows (a row of text wrapped
+    in its cells); a label spanning several rows of values keeps those rows apart.
     """
     groups: list[list[int]] = []
     reach = float("-inf")
@@ -125,7 +140,9 @@ def _group_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
     for group in groups:
         width = len(cells[group[0]])
         collide = any(sum(1 for index in group if cells[index][c]) > 1 for c in range(1, width))
-        if len(group) > 1 and not collide:
+        wrapped = any(sum(1 for index in group if cells[index][c] and not is_figure(_text(cells[index][c]))) > 1
+                      for c in range(1, width))
+        if len(group) > 1 and (wrapped or not collide):
             rows.append([[word for index in group for word in cells[index][c]] for c in range(width)])
         else:
             rows.extend([list(cell) for cell in cells[index]] for index in group)
@@ -142,6 +159,20 @@ def _merge_complementary_columns(rows: list[list[Cell]]) -> list[list[Cell]]:
         else:
             c += 1
     return rows
+
+
+def _next_filled(row: list[Cell], c: int, step: int) -> int | None:
+    """The nearest column from ``c`` in direction ``step`` that holds text (filings leave empty
+    spacer columns between a number and its "%")."""
+    c += step
+    while 0 <= c < len(row) and not row[c]:
+        c += step
+    return c if 0 <= c < len(row) else None
+
+
+def _joins(row: list[Cell], sign: int, number: int) -> bool:
+    """A sign joins its neighbour, or a figure across empty columns."""
+    return abs(sign - number) == 1 or is_figure(_text(row[number]))
 
 
 def _is_percent(cell: Cell) -> bool:

@@ -1,7 +1,7 @@
 """Tables found by PyMuPDF become Markdown blocks whose every cell word keeps its box.
 
 ``find_tables`` takes the page's text lines (``RawLine`` blocks), asks ``page.find_tables()`` where
-the tables are, moves every word inside a table into its cell and the caption lines above it into the
+the tables are (and ``rag.ingest.rule_tables`` for tables drawn with horizontal rules only), moves every word inside a table into its cell and the caption lines above it into the
 table, and returns the page as a list of items: text blocks (without the table's words, so the running
 text never repeats a cell) and ``TableBlock``s, each before the first text block below it. Column
 headings printed above the ruled part ("2021  2022") become the header row; the grid's quirks are
@@ -22,7 +22,8 @@ from typing import Union
 import pymupdf
 
 from rag.ingest.pdf_layout import RawLine, RawWord
-from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, place, split_header
+from rag.ingest.rule_tables import rule_tables
+from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.text.language import CJK_RE, count_tokens
 
 logger = logging.getLogger(__name__)
@@ -78,13 +79,16 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
         Exception: whatever PyMuPDF raises on a broken page; the caller keeps the page as plain text.
     """
     items: list[Item] = [list(block) for block in blocks]
-    if not has_ruling(pdf_page):
-        return items
-    pymupdf.no_recommend_layout()  # PyMuPDF would print an advertisement to stdout
-    found = pdf_page.find_tables().tables
+    found = []
+    if has_ruling(pdf_page):
+        pymupdf.no_recommend_layout()  # PyMuPDF would print an advertisement to stdout
+        found = pdf_page.find_tables().tables
     for table in found:
         grid = [[tuple(cell) if cell is not None else None for cell in row.cells] for row in table.rows]
         items = _cut_out(items, tuple(table.bbox), grid)
+    words = [word for block in blocks for line in block for word in line.words]
+    for bbox, grid in rule_tables(pdf_page, words, taken=[tuple(table.bbox) for table in found]):
+        items = _cut_out(items, bbox, grid)
     return items
 
 
@@ -295,8 +299,10 @@ def _row_pieces(row: list[Cell]) -> list[Piece]:
         pieces.append((" ", None))
         for index, word in enumerate(cell):
             if index:  # words of one cell may come from several lines: a space, except inside Chinese
-                cjk = CJK_RE.match(cell[index - 1].text[-1]) and CJK_RE.match(word.text[0])
-                pieces.append(("" if cjk or not word.join else " ", None))
+                previous = cell[index - 1].text  # or a number wrapped in a narrow column ("215,768,64" "3")
+                cjk = CJK_RE.match(previous[-1]) and CJK_RE.match(word.text[0])
+                number = continues_number(cell[index - 1], word)
+                pieces.append(("" if cjk or number or not word.join else " ", None))
             text = word.text.replace("|", "\\|")
             pieces.append((text, RawWord(text, word.box, word.join)))
         pieces.append((" |", None))

@@ -5,10 +5,9 @@ tests/integration/test_ocr_probe_real.py."""
 from __future__ import annotations
 
 import pymupdf
-import pytest
 
 from rag.ingest import ocr_probe
-from rag.ingest.ocr_probe import MAX_BANDS, probe_bands, probe_script, script_of
+from rag.ingest.ocr_probe import MAX_BANDS, probe_bands, probe_script
 
 SHARED = "的是在一了和有人中大上也"  # the same in both scripts
 SIMPLIFIED = "这个国家时间会议发展经济东方来说"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pymupdf
 import pytest
 
 from rag.answer.citations import best_quote
@@ -16,6 +17,7 @@ from rag.ingest.options import ParseOptions
 from rag.ingest.parse import parse_file
 from rag.ingest.pdf_layout import RawWord
 from rag.ingest.table_grid import clean_rows, split_header
+from rag.ingest.tables import TableBlock
 from rag.index.store import DocumentStore
 from rag.text.language import count_tokens
 from tests import fixtures
@@ -148,6 +150,50 @@ def test_a_percent_sign_in_its_own_cell_joins_its_number() -> None:
     assert [[" ".join(w.text for w in cell) for cell in row] for row in rows] == [["Note", "Rate", "Due"],
                                                                                  ["2026", "8.1 %", "2026"]]
     assert rows[1][1][1].join == ""  # written as "8.1%" in the Markdown
+
+
+def test_signs_join_their_numbers_across_empty_spacer_columns() -> None:
+    # "Effective tax rate | | 261 | | % | | 4 | | %": the grid has a spacer column between number and sign
+    boxes = [(x, 0, x + 20, 20) for x in range(0, 220, 20)]
+    words = ["Effective tax rate", "", "261", "", "%", "", "$", "", "4", "", "%"]
+    cells = [[[_word(text, box[0] + 1, 5)] if text else [] for text, box in zip(words, boxes)]]
+    cells.append([[_word("Tax", 1, 25)], [], [_word("rate", 41, 25)], [], [], [], [], [], [], [], []])
+    grid = [boxes, [(x, 20, x + 20, 40) for x in range(0, 220, 20)]]
+    rows = clean_rows(grid, cells)
+    texts = [[" ".join(w.text for w in cell) for cell in row] for row in rows]
+    assert texts[0][:2] == ["Effective tax rate", "261 %"] and "$ 4 %" in texts[0]
+    assert "%" not in texts[0] and "$" not in texts[0]
+
+
+def test_a_number_wrapped_in_a_narrow_cell_is_written_whole() -> None:
+    header = [[_word("股东", 0, 0)], [_word("持股数", 60, 0)], [_word("Name", 120, 0)]]
+    row = [[_word("朱守琛", 0, 20)], [_word("215,768,64", 60, 20), _word("3", 60, 32)],
+           [_word("New", 120, 20), _word("York", 120, 32)]]
+    dates = [[_word("Note", 0, 50)], [_word("1,234,5", 60, 50), _word("6", 100, 50)],  # one line: two words
+             [_word("May", 120, 50), _word("1,", 150, 50), _word("2026", 120, 62)]]
+    codes = [[_word("2019-0", 0, 80), _word("56", 0, 92)], [_word("2019", 60, 80), _word("2018", 60, 92)],
+             [_word("2019", 120, 80), _word("/12/2", 120, 92), _word("1", 120, 104)]]
+    block = TableBlock(bbox=(0, 0, 200, 120), caption=[], header=header, rows=[row, dates, codes])
+    (pieces, _), = block.parts(1000)
+    text = "".join(text for text, _ in pieces)
+    assert "| 215,768,643 |" in text and "| New York |" in text
+    assert "| 1,234,5 6 |" in text and "| May 1, 2026 |" in text
+    assert "| 2019-056 | 2019 2018 | 2019/12/21 |" in text  # codes and dates go on; stacked values do not
+
+
+def test_a_row_of_text_wrapped_in_its_cells_is_one_row() -> None:
+    # the grid draws every printed line as a row of its own, the cells' edges staggered between columns
+    grid = [[(0, 0, 100, 12), (100, 0, 200, 8), (200, 0, 260, 12)],
+            [None, (100, 8, 200, 20), None],
+            [(0, 12, 100, 24), (100, 20, 200, 24), (200, 12, 260, 24)],
+            [(0, 24, 100, 36), (100, 24, 200, 36), (200, 24, 260, 36)]]
+    cells = [[[_word("Panjin", 2, 2)], [_word("chemicals", 102, 2)], [_word("86,009,549.69", 202, 4)]],
+             [[], [_word("sales", 102, 12)], []],
+             [[_word("Jinyang", 2, 14)], [_word("and", 102, 21)], []],
+             [[_word("Total", 2, 26)], [_word("--", 102, 26)], [_word("307,418,245.47", 202, 26)]]]
+    rows = clean_rows(grid, cells)
+    assert [[" ".join(w.text for w in cell) for cell in row] for row in rows] == [
+        ["Panjin Jinyang", "chemicals sales and", "86,009,549.69"], ["Total", "--", "307,418,245.47"]]
 
 
 def test_a_label_wrapped_beside_numbers_at_another_height_is_one_row() -> None:

@@ -1,0 +1,173 @@
+"""Tables drawn with horizontal rules only (LaTeX's booktabs), which ``page.find_tables()`` misses.
+
+Papers set their results tables between a top rule, one or more mid rules and a bottom rule, with no
+vertical lines and no rule between rows. Three or more rules of the same width, stacked closer than
+``MAX_RULE_GAP``, mark such a table; its rows are the text lines between the top and bottom rule, and
+its columns are the gaps in x that no word of a multi-cell row covers (a row of one run of words, such as
+"Baselines without retrieval", spans the table and is left out of that count). Only tables of figures
+are taken: some column right of the labels must hold mostly numbers, which keeps algorithm boxes and
+ruled text out. The grid goes to the same cell placement as PyMuPDF's tables (``tables._cut_out``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import pymupdf
+
+from rag.ingest.pdf_layout import RawWord
+from rag.ingest.table_grid import Box, Grid
+
+MIN_RULE_WIDTH = 60.0  # points; shorter strokes are underlines or dashes
+SAME_EDGE = 1.5  # points; rules of one table start and end together
+MAX_RULE_GAP = 260.0  # points between consecutive rules of one table
+MIN_COLUMN_GAP = 4.0  # points; wider than a space between two words of one cell
+MAX_PLOT_STROKES = 4  # curves or slanted lines inside the rules: a chart
+MIN_FIGURE_SHARE = 0.5  # of the words in a column of figures ("1 所" is half a figure)
+_FIGURE_START_RE = re.compile(r"[-+−–(±~<>]?[$€£¥]?\d")
+_DASHES = {"-", "–", "—", "−", "±"}
+
+
+def rule_tables(pdf_page: pymupdf.Page, words: Iterable[RawWord], *, taken: list[Box]) -> list[tuple[Box, Grid]]:
+    """(bbox, grid) of each table of figures between horizontal rules, outside the boxes in ``taken``."""
+    groups = _rule_groups(pdf_page)
+    if not groups:
+        return []
+    words = list(words)
+    strokes = _plot_strokes(pdf_page)
+    tables = []
+    for x0, x1, ys in groups:
+        bbox = (x0, ys[0], x1, ys[-1])
+        if any(_overlaps(bbox, box) for box in taken):
+            continue
+        if sum(1 for x, y in strokes if bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]) >= MAX_PLOT_STROKES:
+            continue  # a chart's frame and axis labels, not a table
+        inside = [word for word in words if _centre_in(word.box, bbox)]
+        body = [word for word in inside if word.box[1] >= ys[1] - 1] if len(ys) > 2 else inside
+        columns = _columns(body, x0, x1)
+        if len(columns) < 2 or not _has_figure_column(body, columns):
+            continue
+        rows = _rows(inside, ys[0], ys[-1])
+        if len(rows) < 2:
+            continue
+        tables.append((bbox, [[(left, top, right, bottom) for left, right in columns] for top, bottom in rows]))
+    return tables
+
+
+def _rule_groups(pdf_page: pymupdf.Page) -> list[tuple[float, float, list[float]]]:
+    """Stacks of three or more horizontal rules sharing their ends: (x0, x1, the rules' y, top down)."""
+    rules: list[tuple[float, float, float]] = []
+    for path in pdf_page.get_cdrawings():
+        for item in path["items"]:
+            if item[0] == "l":
+                (ax, ay), (bx, by) = item[1], item[2]
+                if abs(ay - by) < 1 and abs(bx - ax) >= MIN_RULE_WIDTH:
+                    rules.append((min(ax, bx), max(ax, bx), (ay + by) / 2))
+            elif item[0] == "re":
+                rect = pymupdf.Rect(item[1])
+                if rect.height < 2 and rect.width >= MIN_RULE_WIDTH:
+                    rules.append((rect.x0, rect.x1, (rect.y0 + rect.y1) / 2))
+    stacks: list[tuple[float, float, list[float]]] = []  # rules sharing their ends, in any order
+    for x0, x1, y in rules:
+        stack = next((stack for stack in stacks
+                      if abs(stack[0] - x0) <= SAME_EDGE and abs(stack[1] - x1) <= SAME_EDGE), None)
+        if stack is None:
+            stacks.append((x0, x1, [y]))
+        else:
+            stack[2].append(y)
+    groups: list[tuple[float, float, list[float]]] = []
+    for x0, x1, ys in stacks:
+        current: list[float] = []
+        for y in sorted(ys):
+            if current and y - current[-1] > MAX_RULE_GAP:
+                groups.append((x0, x1, current))
+                current = []
+            if not current or y - current[-1] > 2:  # a double rule is one rule
+                current.append(y)
+        groups.append((x0, x1, current))
+    return [group for group in groups if len(group[2]) >= 3]
+
+
+def _plot_strokes(pdf_page: pymupdf.Page) -> list[tuple[float, float]]:
+    """Midpoints of the curves and slanted lines a chart is drawn with; a table has none."""
+    points = []
+    for path in pdf_page.get_cdrawings():
+        for item in path["items"]:
+            if item[0] == "c" or (item[0] == "l" and abs(item[1][0] - item[2][0]) > 1
+                                  and abs(item[1][1] - item[2][1]) > 1):
+                points.append(((item[1][0] + item[-1][0]) / 2, (item[1][1] + item[-1][1]) / 2))
+    return points
+
+
+def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, float]]:
+    """Column spans: runs of x covered by the words of rows with two or more cells, split at gaps."""
+    covered: list[tuple[float, float]] = []
+    for line in _lines(body):
+        runs = _runs([(word.box[0], word.box[2]) for word in line])
+        if len(runs) >= 2:
+            covered += runs
+    spans = _runs(covered)
+    if len(spans) < 2:
+        return []
+    edges = [x0] + [(left[1] + right[0]) / 2 for left, right in zip(spans, spans[1:])] + [x1]
+    return list(zip(edges, edges[1:]))
+
+
+def _runs(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Merge x-intervals closer than ``MIN_COLUMN_GAP``."""
+    runs: list[tuple[float, float]] = []
+    for left, right in sorted(intervals):
+        if runs and left - runs[-1][1] < MIN_COLUMN_GAP:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], right))
+        else:
+            runs.append((left, right))
+    return runs
+
+
+def _lines(words: list[RawWord]) -> list[list[RawWord]]:
+    """Words grouped into text lines by their vertical centre."""
+    lines: list[list[RawWord]] = []
+    for word in sorted(words, key=lambda word: (word.box[1] + word.box[3]) / 2):
+        centre = (word.box[1] + word.box[3]) / 2
+        if lines and abs(centre - _centre_y(lines[-1][0])) <= (word.box[3] - word.box[1]) / 2:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return lines
+
+
+def _rows(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, float]]:
+    """Each text line's band, from halfway to the line above to halfway to the line below."""
+    centres = [_centre_y(line[0]) for line in _lines(words)]
+    edges = [top] + [(upper + lower) / 2 for upper, lower in zip(centres, centres[1:])] + [bottom]
+    return list(zip(edges, edges[1:]))
+
+
+def _has_figure_column(body: list[RawWord], columns: list[tuple[float, float]]) -> bool:
+    """Whether a column right of the labels holds mostly figures (results beside citations and names)."""
+    for left, right in columns[1:]:
+        texts = [word.text for word in body if left <= (word.box[0] + word.box[2]) / 2 < right]
+        figures = sum(1 for text in texts if _is_figure(text))
+        if figures >= 2 and figures >= MIN_FIGURE_SHARE * len(texts):
+            return True
+    return False
+
+
+def _is_figure(text: str) -> bool:
+    """A number, perhaps with a unit of up to three letters ("52.2M", "2x80GB"), a dash or a "±"."""
+    text = text.strip("*†‡")
+    return text in _DASHES or bool(_FIGURE_START_RE.match(text)) and sum(char.isalpha() for char in text) <= 3
+
+
+def _centre_y(word: RawWord) -> float:
+    return (word.box[1] + word.box[3]) / 2
+
+
+def _centre_in(box: Box, bbox: Box) -> bool:
+    x, y = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

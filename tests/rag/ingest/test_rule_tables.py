@@ -1,0 +1,78 @@
+"""Tables drawn with horizontal rules only (booktabs), as papers set their results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+
+from rag.ingest.parse import parse_file
+
+COLUMNS = (72.0, 200.0, 260.0, 320.0)
+ROWS = [("Model", "PopQA", "TQA", "Bio"),
+        ("Baselines without retrieval", None, None, None),  # a section row spanning the table
+        ("Llama2 13B", "14.7", "38.5", "53.4"),
+        ("Alpaca 13B", "24.4", "61.3", "50.2"),
+        ("Ours 13B", "55.8", "69.3", "80.2")]
+
+
+def _ruled_page(path: Path, rows: list[tuple[str | None, ...]], *, ruled: bool = True) -> Path:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), "Table 2: Results on three tasks.", fontname="tiro", fontsize=9)
+    y = 120.0
+    rules = [y - 12]
+    for number, row in enumerate(rows):
+        for x, text in zip(COLUMNS, row):
+            if text:
+                page.insert_text((x, y), text, fontname="tiro", fontsize=9)
+        if number == 0:
+            rules.append(y + 4)
+        y += 14
+    rules.append(y - 8)
+    if ruled:
+        for rule_y in rules:
+            page.draw_line((70, rule_y), (360, rule_y), width=0.5)
+    page.insert_textbox(pymupdf.Rect(72, y + 20, 520, y + 120),
+                        "The table compares three models. Our model is best on every task we tried.",
+                        fontname="tiro", fontsize=9)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_table_between_horizontal_rules_becomes_a_markdown_table(tmp_path: Path) -> None:
+    page = parse_file(_ruled_page(tmp_path / "paper.pdf", ROWS)).pages[0]
+    assert len(page.tables) == 1
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert "Table 2: Results on three tasks." in table  # the caption above the top rule
+    assert "| Model | PopQA | TQA | Bio |" in table
+    assert "| Ours 13B | 55.8 | 69.3 | 80.2 |" in table
+    assert "| Llama2 13B | 14.7 | 38.5 | 53.4 |" in table
+    running = page.text[:page.tables[0].start] + page.text[page.tables[0].end:]
+    assert "55.8" not in running and "compares three models" in running
+
+
+def test_rules_around_text_are_no_table(tmp_path: Path) -> None:
+    text_rows = [("Algorithm 1 Training",), ("Input: a corpus and a model",), ("Update the model on the corpus",),
+                 ("Return the model",)]
+    page = parse_file(_ruled_page(tmp_path / "algorithm.pdf", text_rows)).pages[0]
+    assert page.tables == []
+    assert "Update the model on the corpus" in page.text
+
+
+def test_figures_without_rules_stay_text(tmp_path: Path) -> None:
+    page = parse_file(_ruled_page(tmp_path / "plain.pdf", ROWS, ruled=False)).pages[0]
+    assert page.tables == []
+    assert "55.8" in page.text
+
+
+def test_a_chart_between_rules_is_no_table(tmp_path: Path) -> None:
+    ticks = [("0", "5", "10", "15"), ("20", "25", "30", "35"), ("Iteration", None, None, None)]
+    path = _ruled_page(tmp_path / "chart.pdf", ticks)
+    doc = pymupdf.open(path)
+    doc[0].draw_polyline([(80, 150), (120, 130), (160, 140), (200, 120), (240, 135), (280, 118)], width=1)
+    doc.save(tmp_path / "chart-with-curve.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "chart-with-curve.pdf").pages[0]
+    assert page.tables == []
