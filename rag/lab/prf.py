@@ -12,7 +12,9 @@ replays it. Its top passages are taken as relevant and the question is searched 
 
 The final fusion is ``tune_fusion.fuse`` at today's default (weights, adaptive rule, depth) unless a
 setting re-chooses the vector weight or depth. The adaptive rule reads the first-pass BM25 top hit's
-coverage, the one the app has when it fuses.
+coverage, the one the app has when it fuses. With a second dense model and an ``EnsembleSetting`` (the
+three-way fusion of ``rag.lab.ensemble``), that fusion is both the first pass and the final one, and
+dense feedback moves the first model's question only.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import numpy as np
 
 from rag.evaluation.datasets import EvalDataset
 from rag.evaluation.metrics import per_query
-from rag.lab.replay import BM25Replay, BM25Setting, Hits, dense_vectors, nearest
+from rag.lab.ensemble import EnsembleSetting, fuse3
+from rag.lab.replay import BM25Replay, BM25Setting, Hits, dense_lists, dense_vectors, nearest
 from rag.lab.tune_ensemble import DEFAULT, _LazyEmbedder
 from rag.lab.tune_fusion import EVAL_DEPTH, FusionSetting, fuse, score_runs, split_questions, unlike_slice, \
     with_all_questions
@@ -136,9 +139,11 @@ class PrfReplay:
         data_root: Where the datasets are.
         spec: The dense model (its vectors come from the lab cache when there).
         bm25: The BM25 setting (today's default: k1 0.5, b 0.75, phrase 0.5).
+        second: (second dense model, three-way fusion) to fuse three lists instead of today's two.
     """
 
-    def __init__(self, dataset_name: str, split: str, data_root: Path, spec: str, bm25: BM25Setting) -> None:
+    def __init__(self, dataset_name: str, split: str, data_root: Path, spec: str, bm25: BM25Setting,
+                 second: tuple[str, EnsembleSetting] | None = None) -> None:
         full = with_all_questions(dataset_name, data_root)
         self.dataset: EvalDataset = split_questions(full, split, data_root)
         self.qids = list(self.dataset.queries)
@@ -152,10 +157,15 @@ class PrfReplay:
         self.coverage = {q: self.replayer.coverage(q, hits[0][0]) for q, hits in self.bm25.items() if hits}
         self.slices = {"unlike": unlike_slice(self.dataset, self.replayer)}
         self.short = {q for q, text in self.dataset.queries.items() if count_tokens(text) <= 2}
+        self.ensemble, self.dense_b = (second[1], dense_lists(full, second[0], _LazyEmbedder(second[0]))) \
+            if second else (None, {})
         self.first = self._fused(self.dense, self.bm25, DEFAULT.candidate_k, DEFAULT)
 
     def _fused(self, dense: dict[str, Hits], bm25: dict[str, Hits], depth: int,
                fusion: FusionSetting) -> dict[str, list[str]]:
+        if self.ensemble:
+            return {q: fuse3(bm25[q], dense[q], self.dense_b.get(q, []), self.ensemble, short=q in self.short,
+                             coverage=self.coverage.get(q))[:depth] for q in self.qids}
         return {q: fuse(dense[q], bm25[q], fusion, short=q in self.short, coverage=self.coverage.get(q))[:depth]
                 for q in self.qids}
 

@@ -155,6 +155,33 @@ def _baselines(lists: Lists, primary: str, second: str, rows: list[dict], full: 
         rows.append({"family": f"two-way {spec}", "setting": setting.label(), **metrics})
 
 
+def parse_experiment_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser``'s arguments plus the BM25, bootstrap and data ones of a lab experiment, checked.
+
+    The parser must already have ``--split``, ``--grid`` and ``--settings-from``. Report splits are refused.
+    """
+    parser.add_argument("--k1", type=float, default=0.5)
+    parser.add_argument("--b", type=float, default=0.75)
+    parser.add_argument("--phrase-weight", type=float, default=0.5)
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    args = parser.parse_args(argv)
+    if args.split in REPORT_SPLITS:
+        parser.error(f"{args.split} is a report split: this experiment runs on train / tune only")
+    if args.grid == "check" and not args.settings_from:
+        parser.error("--grid check needs --settings-from")
+    return args
+
+
+def checked_rows(path: Path, top: int) -> list[dict]:
+    """The ``top`` best setting rows of a ``--grid full`` run (by their set's primary metric), then the best
+    of each family not among them."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = sorted((r for r in rows if "spec" in r), key=lambda r: -r[PRIMARY[r["dataset"]]])
+    return rows[:top] + [next(r for r in rows if r["family"] == f) for f in sorted({r["family"] for r in rows})]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag.lab.tune_ensemble", description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", required=True, choices=sorted(SECOND_METRIC))
@@ -164,18 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=10, help="--grid check: how many of those rows (best first)")
     parser.add_argument("--depths", default="20,30", help="comma-separated candidate_k values")
     parser.add_argument("--step", type=float, default=0.05, help="simplex step of the three weights")
-    parser.add_argument("--k1", type=float, default=0.5)
-    parser.add_argument("--b", type=float, default=0.75)
-    parser.add_argument("--phrase-weight", type=float, default=0.5)
-    parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     parser.add_argument("--out", type=Path, help="write the three-way rows as JSON lines here")
-    args = parser.parse_args(argv)
-    if args.split in REPORT_SPLITS:
-        parser.error(f"{args.split} is a report split: this experiment runs on train / tune only")
-    if args.grid == "check" and not args.settings_from:
-        parser.error("--grid check needs --settings-from")
+    args = parse_experiment_arguments(parser, argv)
     lists = Lists(args.dataset, args.split, args.data_root, BM25Setting(args.k1, args.b, args.phrase_weight))
     primary, second = PRIMARY[args.dataset], SECOND_METRIC[args.dataset]
     print(f"{args.dataset} {args.split}: {len(lists.dataset.queries)} questions ({len(lists.slices['unlike'])} "
@@ -183,12 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     _baselines(lists, primary, second, rows, args.grid == "full")
     if args.grid == "check":
-        rows_in = [json.loads(line) for line in args.settings_from.read_text(encoding="utf-8").splitlines()]
-        rows_in = sorted((r for r in rows_in if "spec" in r), key=lambda r: -r[PRIMARY[r["dataset"]]])
-        # the top rows, then the best of each family not among them
-        picked = rows_in[:args.top] + [next(r for r in rows_in if r["family"] == f)
-                                       for f in sorted({r["family"] for r in rows_in})]
-        settings = list(dict.fromkeys(_setting(r) for r in picked))
+        settings = list(dict.fromkeys(_setting(r) for r in checked_rows(args.settings_from, args.top)))
     else:
         depths = [int(d) for d in args.depths.split(",")]
         settings = three_way_grid(depths, args.step) + dense_first_grid(depths)

@@ -7,7 +7,10 @@ vectors of ``rag.lab.replay``; each feedback family costs at most one extra sear
 ``--grid full`` prints the first pass (today's default, which must equal ``tune_ensemble``'s replay of
 it), then the families: dense (Rocchio, m x beta, equal or cosine-weighted mean), keyword (RM3-style,
 m x t x w), both (the five best of each, crossed), and the fusion weight and depth re-chosen on the five
-best points overall; then a paired bootstrap of the best point against the default. ``--grid check``
+best points overall; then a paired bootstrap of the best point against the default (the first pass).
+``--three-way`` puts the feedback on top of the best three-way fusion of docs/retrieval-protocol.md
+(BM25 / MiniLM / e5-small; e5's vectors must be in the lab cache to be cheap) instead, whose own
+weights stay as chosen there (no fusion grid). ``--grid check``
 replays only the default and the settings read from ``--settings-from`` (rows of a ``--grid full`` run),
 so settings chosen on one set are checked unchanged on another.
 """
@@ -21,26 +24,30 @@ import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from rag.evaluation.datasets import DEFAULT_DATA_ROOT
+from rag.lab.ensemble import EnsembleSetting
 from rag.lab.paired_bootstrap import paired_bootstrap
 from rag.lab.prf import PrfReplay, PrfSetting
 from rag.lab.replay import BM25Setting
-from rag.lab.tune_fusion import PRIMARY, REPORT_SPLITS
+from rag.lab.tune_ensemble import _line, checked_rows, parse_experiment_arguments
+from rag.lab.tune_fusion import PRIMARY
 
 SECOND_METRIC = {"scifact": "recall@10", "squad": "recall@5", "cmrc2018": "recall@1"}
 EMBEDDER = {"scifact": "bundled:minilm", "squad": "bundled:minilm", "cmrc2018": "bundled:e5-small"}
+# the best three-way point on SciFact train (docs/retrieval-protocol.md, "Two dense retrievers")
+THREE_WAY = ("bundled:e5-small", EnsembleSetting("weighted", (0.5, 0.25, 0.25), "minmax", 30, coverage_below=0.5,
+                                                 dense_shift=0.1))
 
 
 def dense_grid() -> list[PrfSetting]:
-    """Rocchio feedback: m in 1/2/3/5, beta in 0.25-1.0, equal or cosine-weighted mean."""
+    """Rocchio feedback: m in 1/2/3/5, beta in 0.1-1.0, equal or cosine-weighted mean."""
     return [PrfSetting(dense_m=m, beta=b, by_similarity=w)
-            for m, b, w in itertools.product((1, 2, 3, 5), (0.25, 0.5, 0.75, 1.0), (False, True))]
+            for m, b, w in itertools.product((1, 2, 3, 5), (0.1, 0.25, 0.5, 0.75, 1.0), (False, True))]
 
 
 def keyword_grid() -> list[PrfSetting]:
-    """RM3-style feedback: m in 1/2/3/5 passages, t in 5/10/20 terms, weight 0.2/0.3/0.5."""
+    """RM3-style feedback: m in 1/2/3/5 passages, t in 5/10/20 terms, weight 0.2-1.0."""
     return [PrfSetting(keyword_m=m, terms=t, term_weight=w)
-            for m, t, w in itertools.product((1, 2, 3, 5), (5, 10, 20), (0.2, 0.3, 0.5))]
+            for m, t, w in itertools.product((1, 2, 3, 5), (5, 10, 20), (0.2, 0.3, 0.5, 0.7, 1.0))]
 
 
 def both_grid(dense: list[PrfSetting], keyword: list[PrfSetting]) -> list[PrfSetting]:
@@ -54,32 +61,29 @@ def fusion_grid(bases: list[PrfSetting]) -> list[PrfSetting]:
             for b in bases for v in (0.35, 0.4, 0.45, 0.5, 0.55) for k in (20, 30)]
 
 
-def _line(label: str, metrics: dict[str, float], primary: str, second: str) -> str:
-    return (f"  {metrics[primary]:.4f}  {second} {metrics[second]:.4f}  (unlike {metrics.get('unlike:' + primary, 0):.4f}"
-            f"; {second} {metrics.get('unlike:' + second, 0):.4f})  {label}")
-
-
 def _best(rows: list[tuple[PrfSetting, dict[str, float]]], primary: str, n: int) -> list[PrfSetting]:
     return [s for s, _ in sorted(rows, key=lambda sm: -sm[1][primary])[:n]]
 
 
 def run_grid(replay: PrfReplay, primary: str) -> list[tuple[PrfSetting, dict[str, float]]]:
-    """Every family in turn: dense, keyword, both (five best of each), then fusion re-chosen on the five best."""
+    """Every family in turn: dense, keyword, both (five best of each), then fusion re-chosen on the five best
+    (two-way fusion only: a three-way fusion keeps its weights)."""
     score = lambda settings: [(s, replay.score(s)) for s in settings]  # noqa: E731
     dense, keyword = score(dense_grid()), score(keyword_grid())
     both = score(both_grid(_best(dense, primary, 5), _best(keyword, primary, 5)))
     rows = dense + keyword + both
-    return rows + score(fusion_grid(_best(rows, primary, 5)))
+    if replay.ensemble:
+        return rows
+    seen = {s for s, _ in rows}
+    return rows + score([s for s in dict.fromkeys(fusion_grid(_best(rows, primary, 5))) if s not in seen])
 
 
 def read_settings(path: Path, top: int) -> list[PrfSetting]:
-    """The ``top`` best rows of a ``--grid full`` run (by its own primary metric), then each family's best."""
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    rows = sorted((r for r in rows if "spec" in r), key=lambda r: -r[PRIMARY[r["dataset"]]])
+    """The settings of ``tune_ensemble.checked_rows`` of a ``--grid full`` run's rows."""
+    rows = checked_rows(path, top)
     if not rows:
         raise ValueError(f"{path} holds no setting rows of a --grid full run")
-    picked = rows[:top] + [next(r for r in rows if r["family"] == f) for f in sorted({r["family"] for r in rows})]
-    return list(dict.fromkeys(PrfSetting(**r["spec"]) for r in picked))
+    return list(dict.fromkeys(PrfSetting(**r["spec"]) for r in rows))
 
 
 def report(replay: PrfReplay, rows: list[tuple[PrfSetting, dict[str, float]]], primary: str, second: str,
@@ -108,7 +112,7 @@ def report(replay: PrfReplay, rows: list[tuple[PrfSetting, dict[str, float]]], p
     for metric in (primary, second):
         diff = paired_bootstrap(replay.per_question(best, metric), replay.per_question(PrfSetting(), metric),
                                 resamples=args.resamples, seed=args.seed)
-        print(f"paired bootstrap, {metric}, ({best.label()}) - default over {diff.questions} questions "
+        print(f"paired bootstrap, {metric}, ({best.label()}) - first pass over {diff.questions} questions "
               f"({args.resamples} resamples, seed {args.seed}): {diff.mean:+.4f}, 95% CI [{diff.low:+.4f}, "
               f"{diff.high:+.4f}], {diff.share_above_zero:.1%} of resamples > 0")
 
@@ -121,25 +125,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings-from", type=Path, help="--grid check: rows of a --grid full run")
     parser.add_argument("--top", type=int, default=5, help="--grid check: how many of those rows (best first)")
     parser.add_argument("--embedder", help="the dense model spec (default: MiniLM for English, e5-small for CMRC2018)")
-    parser.add_argument("--k1", type=float, default=0.5)
-    parser.add_argument("--b", type=float, default=0.75)
-    parser.add_argument("--phrase-weight", type=float, default=0.5)
-    parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+    parser.add_argument("--three-way", action="store_true", help="feedback on top of the best three-way fusion")
     parser.add_argument("--out", type=Path, help="write the rows as JSON lines here")
-    args = parser.parse_args(argv)
-    if args.split in REPORT_SPLITS:
-        parser.error(f"{args.split} is a report split: this experiment runs on train / tune only")
-    if args.grid == "check" and not args.settings_from:
-        parser.error("--grid check needs --settings-from")
+    args = parse_experiment_arguments(parser, argv)
     replay = PrfReplay(args.dataset, args.split, args.data_root, args.embedder or EMBEDDER[args.dataset],
-                       BM25Setting(args.k1, args.b, args.phrase_weight))
+                       BM25Setting(args.k1, args.b, args.phrase_weight), THREE_WAY if args.three_way else None)
     primary, second = PRIMARY[args.dataset], SECOND_METRIC[args.dataset]
     print(f"{args.dataset} {args.split}: {len(replay.qids)} questions ({len(replay.slices['unlike'])} phrased unlike "
           f"their passage); {primary}, {second}")
-    print(_line(f"first pass = today's default, {PrfSetting().fusion().label()}", replay.score(PrfSetting()),
-                primary, second))
+    base = (f"three-way {THREE_WAY[1].label()}" if args.three_way
+            else f"today's default, {PrfSetting().fusion().label()}")
+    print(_line(f"first pass = {base}", replay.score(PrfSetting()), primary, second))
     if args.grid == "check":
         rows = [(s, replay.score(s)) for s in read_settings(args.settings_from, args.top)]
     else:
@@ -149,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         with args.out.open("a", encoding="utf-8") as handle:
             for setting, metrics in rows:
                 handle.write(json.dumps({"dataset": args.dataset, "split": args.split, "family": setting.family(),
+                                         "base": "three-way" if args.three_way else "default",
                                          "setting": setting.label(), "spec": asdict(setting), **metrics}) + "\n")
     return 0
 

@@ -64,7 +64,8 @@ def test_expansion_terms_rank_by_length_normalised_tf_times_idf_and_skip_questio
 
 
 def test_weighted_extra_terms_score_as_repeated_question_tokens() -> None:
-    corpus = {"d1": "cell growth in tumor cells", "d2": "protein folding and cell death", "d3": "tumor suppressor protein"}
+    corpus = {"d1": "cell growth in tumor cells", "d2": "protein folding and cell death",
+              "d3": "tumor suppressor protein"}
     dataset = EvalDataset(name="tiny", corpus={d: {"title": "", "text": t} for d, t in corpus.items()},
                           queries={"q": "cell growth"}, qrels={"q": {"d1": 1}})
     replayer = BM25Replay(dataset, tokenizer=str.split)
