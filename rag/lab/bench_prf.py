@@ -88,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
                           queries=questions, qrels={})
     replayer, setting = BM25Replay(dataset), BM25Setting(0.5, 0.75, 0.5)
     keyword_first, keyword_extra = [], []
+    # build the index, idf table and term matrix before timing (the app keeps its index in memory)
+    warm = next(iter(replayer.query_tokens.values()))
+    replayer.scores(warm, setting, {t: 0.1 for t in warm})
+    replayer.idf()
     for qid, hits in zip(questions, firsts):
         tokens = replayer.query_tokens[qid]
         begin = time.perf_counter()
@@ -99,10 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         replayer.top(replayer.scores(tokens, setting, extra), args.candidates)
         keyword_extra.append((time.perf_counter() - begin) * 1000)
     print(f"ms p50 / p95 / p99 over {len(questions)} questions, {len(ids)} passages, m={args.m}:")
-    print(f"  first dense search (Chroma, k={args.candidates}):             {_ms(first)}")
-    print(f"  dense feedback extra (get {args.m} vectors, Rocchio, search):   {_ms(dense_extra)}")
-    print(f"  first BM25 scoring (replay of the app's scoring):          {_ms(keyword_first)}")
-    print(f"  keyword feedback extra (tokenize {args.m}, {args.terms} terms, score): {_ms(keyword_extra)}")
+    for name, samples in ((f"first dense search (Chroma, k={args.candidates})", first),
+                          (f"dense feedback extra (get {args.m} vectors, Rocchio, search)", dense_extra),
+                          ("first BM25 search (the app's scoring, replayed)", keyword_first),
+                          (f"keyword feedback extra (tokenize {args.m}, {args.terms} terms, search)", keyword_extra)):
+        print(f"  {name:<64} {_ms(samples)}")
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -79,13 +79,15 @@ class PrfSetting:
         return replace(DEFAULT, vector_weight=self.vector_weight, weak_lexical_weight=self.vector_weight + SHIFT,
                        candidate_k=self.candidate_k)
 
-    def label(self) -> str:
+    def label(self, fusion: str | None = None) -> str:
+        """The feedback, then ``fusion`` (default: this setting's two-way fusion)."""
         parts = []
         if self.dense:
             parts.append(f"dense m={self.dense_m} beta={self.beta:g}{' by cosine' if self.by_similarity else ''}")
         if self.keyword:
             parts.append(f"keyword m={self.keyword_m} t={self.terms} w={self.term_weight:g}")
-        return f"{' + '.join(parts) or 'no feedback'}; fusion v={self.vector_weight:.2f} depth={self.candidate_k}"
+        fusion = fusion or f"fusion v={self.vector_weight:.2f} depth={self.candidate_k}"
+        return f"{' + '.join(parts) or 'no feedback'}; {fusion}"
 
 
 def rocchio(query: np.ndarray, feedback: np.ndarray, beta: float, *, by_similarity: bool = False) -> np.ndarray:
@@ -166,8 +168,20 @@ class PrfReplay:
         if self.ensemble:
             return {q: fuse3(bm25[q], dense[q], self.dense_b.get(q, []), self.ensemble, short=q in self.short,
                              coverage=self.coverage.get(q))[:depth] for q in self.qids}
+        return self._two_way(dense, bm25, depth, fusion)
+
+    def _two_way(self, dense: dict[str, Hits], bm25: dict[str, Hits], depth: int,
+                 fusion: FusionSetting) -> dict[str, list[str]]:
         return {q: fuse(dense[q], bm25[q], fusion, short=q in self.short, coverage=self.coverage.get(q))[:depth]
                 for q in self.qids}
+
+    def label(self, setting: PrfSetting) -> str:
+        """``setting``'s label, naming the three-way fusion when that is the one used."""
+        return setting.label("three-way fusion" if self.ensemble else None)
+
+    def default_runs(self) -> dict[str, list[str]]:
+        """Today's default (two-way) ranking, also when the replay fuses three lists."""
+        return self._two_way(self.dense, self.bm25, EVAL_DEPTH, DEFAULT)
 
     def runs(self, setting: PrfSetting) -> dict[str, list[str]]:
         """qid -> the ranking after feedback under ``setting`` (20 deep, as evaluated)."""
@@ -194,7 +208,7 @@ class PrfReplay:
         """Mean metrics of ``setting``, with the ``unlike:`` slice."""
         return score_runs(self.dataset, self.runs(setting), self.slices)
 
-    def per_question(self, setting: PrfSetting, metric: str) -> dict[str, float]:
-        """qid -> ``metric`` under ``setting``, for the paired bootstrap."""
+    def per_question(self, runs: dict[str, list[str]], metric: str) -> dict[str, float]:
+        """qid -> ``metric`` of ``runs``, for the paired bootstrap."""
         qrels = {q: self.dataset.qrels.get(q, {}) for q in self.qids}
-        return {q: s[metric] for q, s in per_query(self.runs(setting), qrels).items()}
+        return {q: s[metric] for q, s in per_query(runs, qrels).items()}

@@ -29,7 +29,7 @@ from rag.lab.paired_bootstrap import paired_bootstrap
 from rag.lab.prf import PrfReplay, PrfSetting
 from rag.lab.replay import BM25Setting
 from rag.lab.tune_ensemble import _line, checked_rows, parse_experiment_arguments
-from rag.lab.tune_fusion import PRIMARY
+from rag.lab.tune_fusion import PRIMARY, score_runs
 
 SECOND_METRIC = {"scifact": "recall@10", "squad": "recall@5", "cmrc2018": "recall@1"}
 EMBEDDER = {"scifact": "bundled:minilm", "squad": "bundled:minilm", "cmrc2018": "bundled:e5-small"}
@@ -101,18 +101,21 @@ def report(replay: PrfReplay, rows: list[tuple[PrfSetting, dict[str, float]]], p
             best_default = next((sm for sm in picks if sm[0].fusion() == PrfSetting().fusion()), None)
             for name, sm in (("", picks[0] if picks else None), (" (default fusion)", best_default)):
                 if sm:
-                    print(_line(f"[{family}{name}] {sm[0].label()}", sm[1], primary, second))
+                    print(_line(f"[{family}{name}] {replay.label(sm[0])}", sm[1], primary, second))
     shown = order[:10] if ranked else order
     print(f"top {len(shown)} settings:" if ranked else "the settings checked, in their given order:")
     for setting, metrics in shown:
-        print(_line(setting.label(), metrics, primary, second))
+        print(_line(replay.label(setting), metrics, primary, second))
     top = [m[primary] for _, m in shown]
     print(f"  spread of these: {min(top):.4f}-{max(top):.4f} ({max(top) - min(top):.4f})")
     best = shown[0][0]
-    for metric in (primary, second):
-        diff = paired_bootstrap(replay.per_question(best, metric), replay.per_question(PrfSetting(), metric),
+    baselines = [("first pass", replay.runs(PrfSetting()))]
+    if replay.ensemble:
+        baselines.append(("today's default", replay.default_runs()))
+    for (name, runs), metric in itertools.product(baselines, (primary, second)):
+        diff = paired_bootstrap(replay.per_question(replay.runs(best), metric), replay.per_question(runs, metric),
                                 resamples=args.resamples, seed=args.seed)
-        print(f"paired bootstrap, {metric}, ({best.label()}) - first pass over {diff.questions} questions "
+        print(f"paired bootstrap, {metric}, ({replay.label(best)}) - {name} over {diff.questions} questions "
               f"({args.resamples} resamples, seed {args.seed}): {diff.mean:+.4f}, 95% CI [{diff.low:+.4f}, "
               f"{diff.high:+.4f}], {diff.share_above_zero:.1%} of resamples > 0")
 
@@ -136,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     base = (f"three-way {THREE_WAY[1].label()}" if args.three_way
             else f"today's default, {PrfSetting().fusion().label()}")
     print(_line(f"first pass = {base}", replay.score(PrfSetting()), primary, second))
+    if args.three_way:
+        print(_line(f"today's default, {PrfSetting().fusion().label()}",
+                    score_runs(replay.dataset, replay.default_runs(), replay.slices), primary, second))
     if args.grid == "check":
         rows = [(s, replay.score(s)) for s in read_settings(args.settings_from, args.top)]
     else:
@@ -146,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             for setting, metrics in rows:
                 handle.write(json.dumps({"dataset": args.dataset, "split": args.split, "family": setting.family(),
                                          "base": "three-way" if args.three_way else "default",
-                                         "setting": setting.label(), "spec": asdict(setting), **metrics}) + "\n")
+                                         "setting": replay.label(setting), "spec": asdict(setting), **metrics}) + "\n")
     return 0
 
 
