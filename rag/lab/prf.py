@@ -51,6 +51,9 @@ class PrfSetting:
         term_weight: The best added term's weight (a question token weighs 1).
         vector_weight: The fusion's dense weight (the adaptive rule adds ``SHIFT`` below its coverage).
         candidate_k: How deep each list is read, and how many fused results are kept.
+        feedback_below: Feedback only for questions whose first-pass BM25 top hit holds less than this
+            share of their IDF-weighted terms (the adaptive rule's witness of a weak lexical match);
+            0: every question.
     """
 
     dense_m: int = 0
@@ -61,6 +64,7 @@ class PrfSetting:
     term_weight: float = 0.0
     vector_weight: float = DEFAULT.vector_weight
     candidate_k: int = DEFAULT.candidate_k
+    feedback_below: float = 0.0
 
     @property
     def dense(self) -> bool:
@@ -87,7 +91,8 @@ class PrfSetting:
         if self.keyword:
             parts.append(f"keyword m={self.keyword_m} t={self.terms} w={self.term_weight:g}")
         fusion = fusion or f"fusion v={self.vector_weight:.2f} depth={self.candidate_k}"
-        return f"{' + '.join(parts) or 'no feedback'}; {fusion}"
+        gate = f" when coverage<{self.feedback_below:g}" if self.feedback_below and parts else ""
+        return f"{' + '.join(parts) or 'no feedback'}{gate}; {fusion}"
 
 
 def rocchio(query: np.ndarray, feedback: np.ndarray, beta: float, *, by_similarity: bool = False) -> np.ndarray:
@@ -185,15 +190,18 @@ class PrfReplay:
 
     def runs(self, setting: PrfSetting) -> dict[str, list[str]]:
         """qid -> the ranking after feedback under ``setting`` (20 deep, as evaluated)."""
+        # questions without a BM25 hit have no lexical evidence at all: weak, so gated feedback applies
+        fed = [(i, q) for i, q in enumerate(self.qids)
+               if not setting.feedback_below or self.coverage.get(q, 0.0) < setting.feedback_below]
         dense, bm25 = self.dense, self.bm25
-        if setting.dense:
+        if setting.dense and fed:
             moved = np.stack([rocchio(self.queries[i], self.vectors.corpus[[self._row[d] for d in
                                                                             self.first[q][:setting.dense_m]]],
-                                      setting.beta, by_similarity=setting.by_similarity)
-                              for i, q in enumerate(self.qids)])
-            dense = dict(zip(self.qids, nearest(moved, self.vectors.corpus, self.vectors.doc_ids)))
+                                      setting.beta, by_similarity=setting.by_similarity) for i, q in fed])
+            dense = {**dense, **dict(zip((q for _, q in fed), nearest(moved, self.vectors.corpus,
+                                                                      self.vectors.doc_ids)))}
         if setting.keyword:
-            bm25 = {q: self.expanded_bm25(q, setting) for q in self.qids}
+            bm25 = {**bm25, **{q: self.expanded_bm25(q, setting) for _, q in fed}}
         return self._fused(dense, bm25, EVAL_DEPTH, setting.fusion())
 
     def expanded_bm25(self, qid: str, setting: PrfSetting) -> Hits:

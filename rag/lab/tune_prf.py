@@ -2,17 +2,18 @@
 
 An experiment on tuning splits only (SciFact ``train``, the ``tune`` half of SQuAD / CMRC2018); report
 splits are refused. Every setting is replayed by ``rag.lab.prf.PrfReplay`` from the cached lists and
-vectors of ``rag.lab.replay``; each feedback family costs at most one extra search per question.
+vectors of ``rag.lab.replay``. Dense or keyword feedback costs one extra search per question, both two.
 
 ``--grid full`` prints the first pass (today's default, which must equal ``tune_ensemble``'s replay of
 it), then the families: dense (Rocchio, m x beta, equal or cosine-weighted mean), keyword (RM3-style,
-m x t x w), both (the five best of each, crossed), and the fusion weight and depth re-chosen on the five
-best points overall; then a paired bootstrap of the best point against the default (the first pass).
+m x t x w), both (the five best of each, crossed), the five best points applied only where BM25's top
+hit covers the question weakly (``feedback_below``), and the fusion weight and depth re-chosen on the
+five best points overall; then a paired bootstrap of the best point against the default (the first pass).
 ``--three-way`` puts the feedback on top of the best three-way fusion of docs/retrieval-protocol.md
 (BM25 / MiniLM / e5-small; e5's vectors must be in the lab cache to be cheap) instead, whose own
-weights stay as chosen there (no fusion grid). ``--grid check``
-replays only the default and the settings read from ``--settings-from`` (rows of a ``--grid full`` run),
-so settings chosen on one set are checked unchanged on another.
+weights stay as chosen there (no fusion grid). ``--grid check`` replays only the first pass and the
+settings read from ``--settings-from`` (rows of a ``--grid full`` run), so settings chosen on one set
+are checked unchanged on another.
 """
 
 from __future__ import annotations
@@ -65,13 +66,19 @@ def _best(rows: list[tuple[PrfSetting, dict[str, float]]], primary: str, n: int)
     return [s for s, _ in sorted(rows, key=lambda sm: -sm[1][primary])[:n]]
 
 
+def gate_grid(bases: list[PrfSetting]) -> list[PrfSetting]:
+    """Each base applied only to questions whose BM25 top hit holds under 0.4-0.8 of their terms."""
+    return [replace(b, feedback_below=x) for b in bases for x in (0.4, 0.5, 0.6, 0.7, 0.8)]
+
+
 def run_grid(replay: PrfReplay, primary: str) -> list[tuple[PrfSetting, dict[str, float]]]:
-    """Every family in turn: dense, keyword, both (five best of each), then fusion re-chosen on the five best
-    (two-way fusion only: a three-way fusion keeps its weights)."""
+    """Every family in turn: dense, keyword, both (five best of each), the five best gated by coverage, then
+    fusion re-chosen on the five best (two-way fusion only: a three-way fusion keeps its weights)."""
     score = lambda settings: [(s, replay.score(s)) for s in settings]  # noqa: E731
     dense, keyword = score(dense_grid()), score(keyword_grid())
     both = score(both_grid(_best(dense, primary, 5), _best(keyword, primary, 5)))
     rows = dense + keyword + both
+    rows += score(gate_grid(_best(rows, primary, 5)))
     if replay.ensemble:
         return rows
     seen = {s for s, _ in rows}
