@@ -155,10 +155,30 @@ def _baselines(lists: Lists, primary: str, second: str, rows: list[dict], full: 
         rows.append({"family": f"two-way {spec}", "setting": setting.label(), **metrics})
 
 
-def parse_experiment_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
-    """``parser``'s arguments plus the BM25, bootstrap and data ones of a lab experiment, checked.
+def experiment_parser(prog: str, description: str, datasets: list[str], split_help: str, *,
+                      top: int) -> argparse.ArgumentParser:
+    """A lab experiment's parser with the dataset, split and ``--grid full|check`` arguments.
 
-    The parser must already have ``--split``, ``--grid`` and ``--settings-from``. Report splits are refused.
+    Args:
+        prog: The command, for usage lines.
+        description: One line on what it does.
+        datasets: The ``--dataset`` choices.
+        split_help: Which splits it takes.
+        top: The default of ``--top`` (rows replayed by ``--grid check``).
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--dataset", required=True, choices=datasets)
+    parser.add_argument("--split", required=True, help=split_help)
+    parser.add_argument("--grid", choices=("full", "check"), default="full")
+    parser.add_argument("--settings-from", type=Path, help="--grid check: rows of a --grid full run")
+    parser.add_argument("--top", type=int, default=top, help="--grid check: how many of those rows (best first)")
+    return parser
+
+
+def parse_experiment_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser``'s arguments (from ``experiment_parser``) plus the BM25, bootstrap and data ones, checked.
+
+    Report splits are refused, and ``--grid check`` without ``--settings-from``.
     """
     parser.add_argument("--k1", type=float, default=0.5)
     parser.add_argument("--b", type=float, default=0.75)
@@ -183,12 +203,8 @@ def checked_rows(path: Path, top: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rag.lab.tune_ensemble", description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", required=True, choices=sorted(SECOND_METRIC))
-    parser.add_argument("--split", required=True, help="train (SciFact) or tune (SQuAD)")
-    parser.add_argument("--grid", choices=("full", "check"), default="full")
-    parser.add_argument("--settings-from", type=Path, help="--grid check: rows of a --grid full run")
-    parser.add_argument("--top", type=int, default=10, help="--grid check: how many of those rows (best first)")
+    parser = experiment_parser("python -m rag.lab.tune_ensemble", __doc__.split("\n")[0], sorted(SECOND_METRIC),
+                               "train (SciFact) or tune (SQuAD)", top=10)
     parser.add_argument("--depths", default="20,30", help="comma-separated candidate_k values")
     parser.add_argument("--step", type=float, default=0.05, help="simplex step of the three weights")
     parser.add_argument("--out", type=Path, help="write the three-way rows as JSON lines here")

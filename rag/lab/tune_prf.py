@@ -29,7 +29,7 @@ from rag.lab.ensemble import EnsembleSetting
 from rag.lab.paired_bootstrap import paired_bootstrap
 from rag.lab.prf import PrfReplay, PrfSetting
 from rag.lab.replay import BM25Setting
-from rag.lab.tune_ensemble import _line, checked_rows, parse_experiment_arguments
+from rag.lab.tune_ensemble import _line, checked_rows, experiment_parser, parse_experiment_arguments
 from rag.lab.tune_fusion import PRIMARY, score_runs
 
 SECOND_METRIC = {"scifact": "recall@10", "squad": "recall@5", "cmrc2018": "recall@1"}
@@ -128,12 +128,8 @@ def report(replay: PrfReplay, rows: list[tuple[PrfSetting, dict[str, float]]], p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rag.lab.tune_prf", description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", required=True, choices=sorted(SECOND_METRIC))
-    parser.add_argument("--split", required=True, help="train (SciFact) or tune (SQuAD, CMRC2018)")
-    parser.add_argument("--grid", choices=("full", "check"), default="full")
-    parser.add_argument("--settings-from", type=Path, help="--grid check: rows of a --grid full run")
-    parser.add_argument("--top", type=int, default=5, help="--grid check: how many of those rows (best first)")
+    parser = experiment_parser("python -m rag.lab.tune_prf", __doc__.split("\n")[0], sorted(SECOND_METRIC),
+                               "train (SciFact) or tune (SQuAD, CMRC2018)", top=5)
     parser.add_argument("--embedder", help="the dense model spec (default: MiniLM for English, e5-small for CMRC2018)")
     parser.add_argument("--three-way", action="store_true", help="feedback on top of the best three-way fusion")
     parser.add_argument("--out", type=Path, help="write the rows as JSON lines here")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +14,7 @@ from rag.evaluation.sets import EvalDataset
 from rag.lab.prf import PrfSetting, expansion_terms, rocchio
 from rag.lab.replay import BM25Replay, BM25Setting
 from rag.lab.tune_ensemble import DEFAULT
+from rag.lab import tune_prf
 from rag.lab.tune_prf import both_grid, dense_grid, keyword_grid
 
 
@@ -92,3 +96,22 @@ def test_settings_name_their_family_and_keep_the_default_fusion_unless_re_chosen
     moved = PrfSetting(vector_weight=0.5, candidate_k=30).fusion()
     assert (moved.vector_weight, moved.weak_lexical_weight, moved.candidate_k) == pytest.approx((0.5, 0.6, 30))
     assert moved.coverage_below == DEFAULT.coverage_below
+
+
+def test_tune_prf_refuses_report_splits() -> None:
+    for dataset, split in (("scifact", "test"), ("squad", "report"), ("cmrc2018", "report")):
+        with pytest.raises(SystemExit):
+            tune_prf.main(["--dataset", dataset, "--split", split])
+
+
+def test_check_mode_reads_the_best_rows_then_each_familys_best_back_as_settings(tmp_path: Path) -> None:
+    gated = PrfSetting(keyword_m=1, terms=10, term_weight=0.5, feedback_below=0.8)
+    rows = [(PrfSetting(dense_m=5, beta=0.25), 0.736), (PrfSetting(keyword_m=1, terms=10, term_weight=0.5), 0.740),
+            (gated, 0.741), (PrfSetting(dense_m=2, beta=0.25, keyword_m=1, terms=5, term_weight=0.7), 0.742)]
+    saved = tmp_path / "rows.jsonl"
+    saved.write_text("".join(json.dumps({"dataset": "scifact", "family": s.family(), "spec": asdict(s),
+                                         "ndcg@10": v}) + "\n" for s, v in rows), encoding="utf-8")
+
+    # the two best, then the best of each family not among them (both, keyword: already in; dense added)
+    assert tune_prf.read_settings(saved, 2) == [rows[3][0], gated, rows[0][0]]
+    assert gated.label() == "keyword m=1 t=10 w=0.5 when coverage<0.8; fusion v=0.40 depth=20"
