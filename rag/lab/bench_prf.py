@@ -25,7 +25,7 @@ from rag.evaluation.metrics import latency_percentiles
 from rag.evaluation.sets import EvalDataset
 from rag.lab.prf import expansion_terms, rocchio
 from rag.lab.replay import BM25Replay, BM25Setting, dense_vectors
-from rag.lab.tune_ensemble import _LazyEmbedder
+from rag.lab.tune_ensemble import LazyEmbedder
 from rag.lab.tune_fusion import split_questions, with_all_questions
 from rag.text.tokenizer import tokenize
 
@@ -36,7 +36,7 @@ def passages(data_root: Path, size: int, questions: int, seed: int) -> tuple[np.
     """(vectors, texts, question vectors, qid -> question) of ``size`` passages: real ones, then jittered copies."""
     rng = np.random.default_rng(seed)
     sets = [with_all_questions(name, data_root) for name in ("squad", "scifact")]
-    vectors = [dense_vectors(s, SPEC, _LazyEmbedder(SPEC)) for s in sets]
+    vectors = [dense_vectors(s, SPEC, LazyEmbedder(SPEC)) for s in sets]
     texts = [document_text(s.corpus[d]) for s, v in zip(sets, vectors) for d in v.doc_ids]
     corpus = np.concatenate([v.corpus for v in vectors])
     picks = rng.integers(0, len(corpus), size=max(0, size - len(corpus)))

@@ -30,7 +30,7 @@ from rag.evaluation.datasets import EvalDataset
 from rag.evaluation.metrics import per_query
 from rag.lab.ensemble import EnsembleSetting, fuse3
 from rag.lab.replay import BM25Replay, BM25Setting, Hits, dense_lists, dense_vectors, nearest
-from rag.lab.tune_ensemble import DEFAULT, _LazyEmbedder
+from rag.lab.tune_ensemble import DEFAULT, LazyEmbedder
 from rag.lab.tune_fusion import EVAL_DEPTH, FusionSetting, fuse, score_runs, split_questions, unlike_slice, \
     with_all_questions
 from rag.text.language import count_tokens
@@ -154,7 +154,7 @@ class PrfReplay:
         full = with_all_questions(dataset_name, data_root)
         self.dataset: EvalDataset = split_questions(full, split, data_root)
         self.qids = list(self.dataset.queries)
-        self.vectors = dense_vectors(full, spec, _LazyEmbedder(spec))
+        self.vectors = dense_vectors(full, spec, LazyEmbedder(spec))
         self._row = {d: i for i, d in enumerate(self.vectors.doc_ids)}
         position = {q: i for i, q in enumerate(self.vectors.qids)}
         self.queries = self.vectors.queries[[position[q] for q in self.qids]]
@@ -164,7 +164,7 @@ class PrfReplay:
         self.coverage = {q: self.replayer.coverage(q, hits[0][0]) for q, hits in self.bm25.items() if hits}
         self.slices = {"unlike": unlike_slice(self.dataset, self.replayer)}
         self.short = {q for q, text in self.dataset.queries.items() if count_tokens(text) <= 2}
-        self.ensemble, self.dense_b = (second[1], dense_lists(full, second[0], _LazyEmbedder(second[0]))) \
+        self.ensemble, self.dense_b = (second[1], dense_lists(full, second[0], LazyEmbedder(second[0]))) \
             if second else (None, {})
         self.first = self._fused(self.dense, self.bm25, DEFAULT.candidate_k, DEFAULT)
 

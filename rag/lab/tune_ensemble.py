@@ -49,7 +49,7 @@ DENSE = ("bundled:minilm", "bundled:e5-small")
 SECOND_METRIC = {"scifact": "recall@10", "squad": "recall@5"}
 
 
-class _LazyEmbedder:
+class LazyEmbedder:
     """Builds the embedder only if ``dense_lists`` finds no cached vectors (loading e5 costs seconds)."""
 
     def __init__(self, spec: str) -> None:
@@ -103,7 +103,7 @@ class Lists:
     def __init__(self, dataset_name: str, split: str, data_root: Path, bm25: BM25Setting) -> None:
         full = with_all_questions(dataset_name, data_root)
         self.dataset: EvalDataset = split_questions(full, split, data_root)
-        self.a, self.b = (dense_lists(full, spec, _LazyEmbedder(spec)) for spec in DENSE)
+        self.a, self.b = (dense_lists(full, spec, LazyEmbedder(spec)) for spec in DENSE)
         replayer = BM25Replay(full)
         self.bm25 = replayer.lists(bm25)
         self.coverage = {q: replayer.coverage(q, hits[0][0]) for q, hits in self.bm25.items() if hits}
@@ -133,7 +133,7 @@ class Lists:
                                          coverage_below=DEFAULT.coverage_below, dense_shift=shift))
 
 
-def _line(name: str, metrics: dict[str, float], primary: str, second: str) -> str:
+def metrics_line(name: str, metrics: dict[str, float], primary: str, second: str) -> str:
     return (f"  {metrics[primary]:.4f}  {second} {metrics[second]:.4f}  (unlike {metrics.get('unlike:' + primary, 0):.4f}"
             f"; {second} {metrics.get('unlike:' + second, 0):.4f})  {name}")
 
@@ -144,14 +144,14 @@ def _baselines(lists: Lists, primary: str, second: str, rows: list[dict], full: 
                                  ("MiniLM alone", FusionSetting("vector"), lists.a),
                                  ("e5-small alone", FusionSetting("vector"), lists.b),
                                  (f"default (MiniLM) {DEFAULT.label()}", DEFAULT, lists.a)):
-        print(_line(name, lists.two_way(setting, dense), primary, second))
+        print(metrics_line(name, lists.two_way(setting, dense), primary, second))
     if not full:
         return
     for spec, dense in zip(DENSE, (lists.a, lists.b)):
         scored = [(s, lists.two_way(s, dense)) for s in fusion_grid((20, 30)) + fusion_grid((20, 30), adaptive=True)
                   if s.mode not in ("vector", "bm25")]
         setting, metrics = max(scored, key=lambda sm: sm[1][primary])
-        print(_line(f"best two-way with {spec}: {setting.label()}", metrics, primary, second))
+        print(metrics_line(f"best two-way with {spec}: {setting.label()}", metrics, primary, second))
         rows.append({"family": f"two-way {spec}", "setting": setting.label(), **metrics})
 
 
@@ -251,15 +251,15 @@ def _report(lists: Lists, rows: list[dict], primary: str, second: str, args: arg
         print("best three-way setting per family:")
         for family in sorted({r["family"] for r in rows}):
             best = next(r for r in order if r["family"] == family)
-            print(_line(best["setting"], best, primary, second))
+            print(metrics_line(best["setting"], best, primary, second))
     print(f"top {min(10, len(order))} settings:" if ranked else "the settings checked, in their given order:")
     shown = order[:10] if ranked else order
     for row in shown:
-        print(_line(row["setting"], row, primary, second))
+        print(metrics_line(row["setting"], row, primary, second))
     top = [r[primary] for r in shown]
     print(f"  spread of these: {min(top):.4f}-{max(top):.4f} ({max(top) - min(top):.4f})")
     default_runs = lists.default_runs()
-    print(_line("default, replayed through fuse3 (must equal the default above)",
+    print(metrics_line("default, replayed through fuse3 (must equal the default above)",
                 score_runs(lists.dataset, default_runs, lists.slices), primary, second))
     best = order[0]
     for metric in (primary, second):

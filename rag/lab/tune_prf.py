@@ -29,7 +29,7 @@ from rag.lab.ensemble import EnsembleSetting
 from rag.lab.paired_bootstrap import paired_bootstrap
 from rag.lab.prf import PrfReplay, PrfSetting
 from rag.lab.replay import BM25Setting
-from rag.lab.tune_ensemble import _line, checked_rows, experiment_parser, parse_experiment_arguments
+from rag.lab.tune_ensemble import metrics_line, checked_rows, experiment_parser, parse_experiment_arguments
 from rag.lab.tune_fusion import PRIMARY, score_runs
 
 SECOND_METRIC = {"scifact": "recall@10", "squad": "recall@5", "cmrc2018": "recall@1"}
@@ -108,11 +108,11 @@ def report(replay: PrfReplay, rows: list[tuple[PrfSetting, dict[str, float]]], p
             best_default = next((sm for sm in picks if sm[0].fusion() == PrfSetting().fusion()), None)
             for name, sm in (("", picks[0] if picks else None), (" (default fusion)", best_default)):
                 if sm:
-                    print(_line(f"[{family}{name}] {replay.label(sm[0])}", sm[1], primary, second))
+                    print(metrics_line(f"[{family}{name}] {replay.label(sm[0])}", sm[1], primary, second))
     shown = order[:10] if ranked else order
     print(f"top {len(shown)} settings:" if ranked else "the settings checked, in their given order:")
     for setting, metrics in shown:
-        print(_line(replay.label(setting), metrics, primary, second))
+        print(metrics_line(replay.label(setting), metrics, primary, second))
     top = [m[primary] for _, m in shown]
     print(f"  spread of these: {min(top):.4f}-{max(top):.4f} ({max(top) - min(top):.4f})")
     best = shown[0][0]
@@ -141,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
           f"their passage); {primary}, {second}")
     base = (f"three-way {THREE_WAY[1].label()}" if args.three_way
             else f"today's default, {PrfSetting().fusion().label()}")
-    print(_line(f"first pass = {base}", replay.score(PrfSetting()), primary, second))
+    print(metrics_line(f"first pass = {base}", replay.score(PrfSetting()), primary, second))
     if args.three_way:
-        print(_line(f"today's default, {PrfSetting().fusion().label()}",
+        print(metrics_line(f"today's default, {PrfSetting().fusion().label()}",
                     score_runs(replay.dataset, replay.default_runs(), replay.slices), primary, second))
     if args.grid == "check":
         rows = [(s, replay.score(s)) for s in read_settings(args.settings_from, args.top)]
