@@ -22,6 +22,7 @@ from typing import Callable
 
 import bm25s
 import numpy as np
+from scipy import sparse
 
 from rag.config import DEFAULT_HOME
 from rag.evaluation.datasets import EvalDataset, document_text
@@ -81,22 +82,50 @@ def cached_vectors(kind: str, dataset_key: str, spec: str, texts: list[str],
     return vectors
 
 
-def dense_lists(dataset: EvalDataset, spec: str, embedder, *, depth: int = 100) -> dict[str, Hits]:
-    """qid -> the ``depth`` nearest documents by cosine similarity under ``embedder``."""
+@dataclass(frozen=True)
+class DenseVectors:
+    """One dataset's cached corpus and question vectors under one embedder (rows normalised).
+
+    Args:
+        doc_ids: Corpus ids, in the order of ``corpus``'s rows.
+        corpus: One row per passage.
+        qids: Question ids, in the order of ``queries``'s rows.
+        queries: One row per question.
+    """
+
+    doc_ids: list[str]
+    corpus: np.ndarray
+    qids: list[str]
+    queries: np.ndarray
+
+
+def dense_vectors(dataset: EvalDataset, spec: str, embedder) -> DenseVectors:
+    """The corpus and question vectors of ``dataset`` under ``embedder``, from or into the lab cache."""
     doc_ids = list(dataset.corpus)
     corpus = cached_vectors("corpus", dataset.name, spec, [document_text(dataset.corpus[d]) for d in doc_ids],
-                            embedder.get_text_embedding_batch)
+                            lambda texts: embedder.get_text_embedding_batch(texts))
     qids = list(dataset.queries)
+    # the lambdas defer reaching the embedder until a cache miss, so a lazily built model is never loaded
     queries = cached_vectors("queries", dataset.name, spec, [dataset.queries[q] for q in qids],
-                             embedder.get_query_embedding_batch)
-    lists: dict[str, Hits] = {}
-    for start in range(0, len(qids), 256):
-        scores = queries[start:start + 256] @ corpus.T
-        for row, qid in zip(scores, qids[start:start + 256]):
+                             lambda texts: embedder.get_query_embedding_batch(texts))
+    return DenseVectors(doc_ids, corpus, qids, queries)
+
+
+def nearest(queries: np.ndarray, corpus: np.ndarray, doc_ids: list[str], depth: int = 100) -> list[Hits]:
+    """Per row of ``queries``, the ``depth`` most similar corpus rows by dot product (best first)."""
+    lists: list[Hits] = []
+    for start in range(0, len(queries), 256):
+        for row in queries[start:start + 256] @ corpus.T:
             top = np.argpartition(-row, min(depth, row.size - 1))[:depth]
             top = top[np.argsort(-row[top], kind="stable")]
-            lists[qid] = [(doc_ids[i], float(row[i])) for i in top]
+            lists.append([(doc_ids[i], float(row[i])) for i in top])
     return lists
+
+
+def dense_lists(dataset: EvalDataset, spec: str, embedder, *, depth: int = 100) -> dict[str, Hits]:
+    """qid -> the ``depth`` nearest documents by cosine similarity under ``embedder``."""
+    vectors = dense_vectors(dataset, spec, embedder)
+    return dict(zip(vectors.qids, nearest(vectors.queries, vectors.corpus, vectors.doc_ids, depth)))
 
 
 class BM25Replay:
@@ -111,6 +140,7 @@ class BM25Replay:
         self._indexes: dict[tuple[float, float], tuple[bm25s.BM25, bm25s.BM25]] = {}
         self._positions = {doc_id: i for i, doc_id in enumerate(self.doc_ids)}
         self._idf: dict[str, float] | None = None
+        self._matrices: dict[tuple[float, float], sparse.csr_matrix] = {}
 
     def _index(self, k1: float, b: float) -> tuple[bm25s.BM25, bm25s.BM25]:
         if (k1, b) not in self._indexes:
@@ -123,24 +153,50 @@ class BM25Replay:
 
     def lists(self, setting: BM25Setting, *, depth: int = 100) -> dict[str, Hits]:
         """qid -> the top ``depth`` documents with a score > 0, as ``KeywordIndex.search`` ranks them."""
-        words, pairs = self._index(setting.k1, setting.b)
-        out: dict[str, Hits] = {}
-        for qid, tokens in self.query_tokens.items():
-            ids = [words.vocab_dict[t] for t in tokens if t in words.vocab_dict]
-            if not ids:
-                out[qid] = []
-                continue
-            scores = words.get_scores_from_ids(ids)
-            pair_ids = [pairs.vocab_dict[p] for p in token_pairs(tokens) if p in pairs.vocab_dict]
-            if setting.phrase_weight > 0 and pair_ids:
-                scores = scores + setting.phrase_weight * pairs.get_scores_from_ids(pair_ids)
-            hits = np.flatnonzero(scores > 0)
-            if hits.size > depth:
-                hits = hits[np.argpartition(-scores[hits], depth - 1)[:depth]]
-            hits = hits[np.argsort(-scores[hits], kind="stable")]
-            out[qid] = [(self.doc_ids[i], float(scores[i])) for i in hits]
-        return out
+        return {qid: self.top(self.scores(tokens, setting), depth) for qid, tokens in self.query_tokens.items()}
 
+    def scores(self, tokens: list[str], setting: BM25Setting, extra: dict[str, float] | None = None) -> np.ndarray:
+        """Every document's score for ``tokens``, as ``KeywordIndex.search`` scores them, plus weighted terms.
+
+        Args:
+            tokens: The question's tokens (a repeated token counts again, as in the app).
+            setting: k1 / b / phrase weight.
+            extra: token -> weight: each adds ``weight`` x its one-term BM25 score (query expansion);
+                tokens the corpus lacks are ignored.
+        """
+        words, pairs = self._index(setting.k1, setting.b)
+        ids = [words.vocab_dict[t] for t in tokens if t in words.vocab_dict]
+        scores = words.get_scores_from_ids(ids) if ids else np.zeros(len(self.doc_ids), dtype=np.float32)
+        pair_ids = [pairs.vocab_dict[p] for p in token_pairs(tokens) if p in pairs.vocab_dict]
+        if setting.phrase_weight > 0 and pair_ids:
+            scores = scores + setting.phrase_weight * pairs.get_scores_from_ids(pair_ids)
+        known = {words.vocab_dict[t]: w for t, w in (extra or {}).items() if t in words.vocab_dict}
+        if known:
+            # one row of the token x document score matrix per extra term, summed with its weight
+            matrix = self._matrix(setting.k1, setting.b)
+            rows = list(known)
+            scores = scores + matrix[rows].T @ np.asarray([known[r] for r in rows], dtype=np.float32)
+        return scores
+
+    def top(self, scores: np.ndarray, depth: int = 100) -> Hits:
+        """The ``depth`` best documents of ``scores`` with a score > 0, best first."""
+        hits = np.flatnonzero(scores > 0)
+        if hits.size > depth:
+            hits = hits[np.argpartition(-scores[hits], depth - 1)[:depth]]
+        hits = hits[np.argsort(-scores[hits], kind="stable")]
+        return [(self.doc_ids[i], float(scores[i])) for i in hits]
+
+    def doc_tokens(self, doc_id: str) -> list[str]:
+        """The tokens of one corpus document."""
+        return self.tokens[self._positions[doc_id]]
+
+    def _matrix(self, k1: float, b: float) -> sparse.csr_matrix:
+        if (k1, b) not in self._matrices:
+            words, _ = self._index(k1, b)
+            s = words.scores
+            self._matrices[(k1, b)] = sparse.csr_matrix((s["data"], s["indices"], s["indptr"]),
+                                                        shape=(len(s["indptr"]) - 1, s["num_docs"]))
+        return self._matrices[(k1, b)]
 
     def idf(self) -> dict[str, float]:
         """``log(1 + N / (1 + df))`` per corpus token, as ``KeywordIndex.idf`` weighs them."""

@@ -49,7 +49,7 @@ DENSE = ("bundled:minilm", "bundled:e5-small")
 SECOND_METRIC = {"scifact": "recall@10", "squad": "recall@5"}
 
 
-class _LazyEmbedder:
+class LazyEmbedder:
     """Builds the embedder only if ``dense_lists`` finds no cached vectors (loading e5 costs seconds)."""
 
     def __init__(self, spec: str) -> None:
@@ -103,7 +103,7 @@ class Lists:
     def __init__(self, dataset_name: str, split: str, data_root: Path, bm25: BM25Setting) -> None:
         full = with_all_questions(dataset_name, data_root)
         self.dataset: EvalDataset = split_questions(full, split, data_root)
-        self.a, self.b = (dense_lists(full, spec, _LazyEmbedder(spec)) for spec in DENSE)
+        self.a, self.b = (dense_lists(full, spec, LazyEmbedder(spec)) for spec in DENSE)
         replayer = BM25Replay(full)
         self.bm25 = replayer.lists(bm25)
         self.coverage = {q: replayer.coverage(q, hits[0][0]) for q, hits in self.bm25.items() if hits}
@@ -133,7 +133,7 @@ class Lists:
                                          coverage_below=DEFAULT.coverage_below, dense_shift=shift))
 
 
-def _line(name: str, metrics: dict[str, float], primary: str, second: str) -> str:
+def metrics_line(name: str, metrics: dict[str, float], primary: str, second: str) -> str:
     return (f"  {metrics[primary]:.4f}  {second} {metrics[second]:.4f}  (unlike {metrics.get('unlike:' + primary, 0):.4f}"
             f"; {second} {metrics.get('unlike:' + second, 0):.4f})  {name}")
 
@@ -144,38 +144,71 @@ def _baselines(lists: Lists, primary: str, second: str, rows: list[dict], full: 
                                  ("MiniLM alone", FusionSetting("vector"), lists.a),
                                  ("e5-small alone", FusionSetting("vector"), lists.b),
                                  (f"default (MiniLM) {DEFAULT.label()}", DEFAULT, lists.a)):
-        print(_line(name, lists.two_way(setting, dense), primary, second))
+        print(metrics_line(name, lists.two_way(setting, dense), primary, second))
     if not full:
         return
     for spec, dense in zip(DENSE, (lists.a, lists.b)):
         scored = [(s, lists.two_way(s, dense)) for s in fusion_grid((20, 30)) + fusion_grid((20, 30), adaptive=True)
                   if s.mode not in ("vector", "bm25")]
         setting, metrics = max(scored, key=lambda sm: sm[1][primary])
-        print(_line(f"best two-way with {spec}: {setting.label()}", metrics, primary, second))
+        print(metrics_line(f"best two-way with {spec}: {setting.label()}", metrics, primary, second))
         rows.append({"family": f"two-way {spec}", "setting": setting.label(), **metrics})
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rag.lab.tune_ensemble", description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", required=True, choices=sorted(SECOND_METRIC))
-    parser.add_argument("--split", required=True, help="train (SciFact) or tune (SQuAD)")
+def experiment_parser(prog: str, description: str, datasets: list[str], split_help: str, *,
+                      top: int) -> argparse.ArgumentParser:
+    """A lab experiment's parser with the dataset, split and ``--grid full|check`` arguments.
+
+    Args:
+        prog: The command, for usage lines.
+        description: One line on what it does.
+        datasets: The ``--dataset`` choices.
+        split_help: Which splits it takes.
+        top: The default of ``--top`` (rows replayed by ``--grid check``).
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--dataset", required=True, choices=datasets)
+    parser.add_argument("--split", required=True, help=split_help)
     parser.add_argument("--grid", choices=("full", "check"), default="full")
     parser.add_argument("--settings-from", type=Path, help="--grid check: rows of a --grid full run")
-    parser.add_argument("--top", type=int, default=10, help="--grid check: how many of those rows (best first)")
-    parser.add_argument("--depths", default="20,30", help="comma-separated candidate_k values")
-    parser.add_argument("--step", type=float, default=0.05, help="simplex step of the three weights")
+    parser.add_argument("--top", type=int, default=top, help="--grid check: how many of those rows (best first)")
+    return parser
+
+
+def parse_experiment_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser``'s arguments (from ``experiment_parser``) plus the BM25, bootstrap and data ones, checked.
+
+    Report splits are refused, and ``--grid check`` without ``--settings-from``.
+    """
     parser.add_argument("--k1", type=float, default=0.5)
     parser.add_argument("--b", type=float, default=0.75)
     parser.add_argument("--phrase-weight", type=float, default=0.5)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
-    parser.add_argument("--out", type=Path, help="write the three-way rows as JSON lines here")
     args = parser.parse_args(argv)
     if args.split in REPORT_SPLITS:
         parser.error(f"{args.split} is a report split: this experiment runs on train / tune only")
     if args.grid == "check" and not args.settings_from:
         parser.error("--grid check needs --settings-from")
+    return args
+
+
+def checked_rows(path: Path, top: int) -> list[dict]:
+    """The ``top`` best setting rows of a ``--grid full`` run (by their set's primary metric), then the best
+    of each family not among them."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = sorted((r for r in rows if "spec" in r), key=lambda r: -r[PRIMARY[r["dataset"]]])
+    return rows[:top] + [next(r for r in rows if r["family"] == f) for f in sorted({r["family"] for r in rows})]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = experiment_parser("python -m rag.lab.tune_ensemble", __doc__.split("\n")[0], sorted(SECOND_METRIC),
+                               "train (SciFact) or tune (SQuAD)", top=10)
+    parser.add_argument("--depths", default="20,30", help="comma-separated candidate_k values")
+    parser.add_argument("--step", type=float, default=0.05, help="simplex step of the three weights")
+    parser.add_argument("--out", type=Path, help="write the three-way rows as JSON lines here")
+    args = parse_experiment_arguments(parser, argv)
     lists = Lists(args.dataset, args.split, args.data_root, BM25Setting(args.k1, args.b, args.phrase_weight))
     primary, second = PRIMARY[args.dataset], SECOND_METRIC[args.dataset]
     print(f"{args.dataset} {args.split}: {len(lists.dataset.queries)} questions ({len(lists.slices['unlike'])} "
@@ -183,12 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     _baselines(lists, primary, second, rows, args.grid == "full")
     if args.grid == "check":
-        rows_in = [json.loads(line) for line in args.settings_from.read_text(encoding="utf-8").splitlines()]
-        rows_in = sorted((r for r in rows_in if "spec" in r), key=lambda r: -r[PRIMARY[r["dataset"]]])
-        # the top rows, then the best of each family not among them
-        picked = rows_in[:args.top] + [next(r for r in rows_in if r["family"] == f)
-                                       for f in sorted({r["family"] for r in rows_in})]
-        settings = list(dict.fromkeys(_setting(r) for r in picked))
+        settings = list(dict.fromkeys(_setting(r) for r in checked_rows(args.settings_from, args.top)))
     else:
         depths = [int(d) for d in args.depths.split(",")]
         settings = three_way_grid(depths, args.step) + dense_first_grid(depths)
@@ -223,15 +251,15 @@ def _report(lists: Lists, rows: list[dict], primary: str, second: str, args: arg
         print("best three-way setting per family:")
         for family in sorted({r["family"] for r in rows}):
             best = next(r for r in order if r["family"] == family)
-            print(_line(best["setting"], best, primary, second))
+            print(metrics_line(best["setting"], best, primary, second))
     print(f"top {min(10, len(order))} settings:" if ranked else "the settings checked, in their given order:")
     shown = order[:10] if ranked else order
     for row in shown:
-        print(_line(row["setting"], row, primary, second))
+        print(metrics_line(row["setting"], row, primary, second))
     top = [r[primary] for r in shown]
     print(f"  spread of these: {min(top):.4f}-{max(top):.4f} ({max(top) - min(top):.4f})")
     default_runs = lists.default_runs()
-    print(_line("default, replayed through fuse3 (must equal the default above)",
+    print(metrics_line("default, replayed through fuse3 (must equal the default above)",
                 score_runs(lists.dataset, default_runs, lists.slices), primary, second))
     best = order[0]
     for metric in (primary, second):
