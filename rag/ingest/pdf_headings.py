@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from rag.documents import ParsedDocument, Section
-from rag.text.language import count_tokens
+from rag.text.language import CJK_RE, count_tokens
 
 MIN_RATIO = 1.08  # heading size / body size
 MIN_POINTS = 0.8  # and at least this many points larger
@@ -24,7 +24,6 @@ MAX_TOKENS = 14
 MAX_LEVELS = 3
 _SENTENCE_END_RE = re.compile(r"[.,;:!?，。；：！？、]$")
 _LETTERS_RE = re.compile(r"[^\W\d_]")
-_CJK_RE = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass
@@ -83,7 +82,7 @@ def _names_a_section(text: str) -> bool:
     if not text or _SENTENCE_END_RE.search(text):
         return False
     letters = len(_LETTERS_RE.findall(text))
-    if letters < (2 if _CJK_RE.search(text) else 3):
+    if letters < (2 if CJK_RE.search(text) else 3):
         return False
     return count_tokens(text) <= MAX_TOKENS
 

@@ -1,9 +1,10 @@
 """Tables found by PyMuPDF become Markdown blocks whose every cell word keeps its box.
 
 ``find_tables`` takes the page's text lines (``RawLine`` blocks), asks ``page.find_tables()`` where
-the tables are (and ``rag.ingest.rule_tables`` for tables drawn with horizontal rules only), moves every word inside a table into its cell and the caption lines above it into the
-table, and returns the page as a list of items: text blocks (without the table's words, so the running
-text never repeats a cell) and ``TableBlock``s, each before the first text block below it. Column
+the tables are (and ``rag.ingest.rule_tables`` for tables drawn with horizontal rules only), moves
+every word inside a table into its cell and the caption lines above it into the table, and returns
+the page as a list of items: text blocks (without the table's words, so the running text never
+repeats a cell) and ``TableBlock``s, each before the first text block below it. Column
 headings printed above the ruled part ("2021  2022") become the header row; the grid's quirks are
 straightened out by ``rag.ingest.table_grid``.
 
