@@ -6,7 +6,8 @@ vertical lines and no rule between rows. Three or more rules of the same width, 
 its columns are the gaps in x that no word of a multi-cell row covers (a row of one run of words, such as
 "Baselines without retrieval", spans the table and is left out of that count). Only tables of figures
 are taken: some column right of the labels must hold mostly numbers, which keeps algorithm boxes and
-ruled text out. The grid goes to the same cell placement as PyMuPDF's tables (``tables._cut_out``).
+ruled text out, and none with curves or slanted strokes between its rules (a chart's frame and axis
+labels). The grid goes to the same cell placement as PyMuPDF's tables (``tables._cut_out``).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ def rule_tables(pdf_page: pymupdf.Page, words: Iterable[RawWord], *, taken: list
         if any(_overlaps(bbox, box) for box in taken):
             continue
         if sum(1 for x, y in strokes if bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]) >= MAX_PLOT_STROKES:
-            continue  # a chart's frame and axis labels, not a table
+            continue
         inside = [word for word in words if _centre_in(word.box, bbox)]
-        body = [word for word in inside if word.box[1] >= ys[1] - 1] if len(ys) > 2 else inside
+        body = [word for word in inside if word.box[1] >= ys[1] - 1]  # below the rule under the header
         columns = _columns(body, x0, x1)
         if len(columns) < 2 or not _has_figure_column(body, columns):
             continue
