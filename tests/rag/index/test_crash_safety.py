@@ -193,10 +193,12 @@ def test_uploads_queued_when_the_app_died_are_reported_after_restart(config: Rag
         queue = IngestQueue(store)
         for path in {[str(p) for p in names]!r}:
             queue.submit(open(path, "rb").read(), os.path.basename(path), config)
+        print("all queued", flush=True)
         time.sleep(600)
     """)
-    try:
+    try:  # the first parse may start before the last upload is queued: wait for both
         child.wait_for("parsing")
+        child.wait_for("all queued")
     finally:
         child.kill()
 
