@@ -120,7 +120,7 @@ def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = 
     store = DocumentStore(store_config, router)
     marker = folder / "ready.json"
     if marker.exists() and json.loads(marker.read_text()).get("documents") == len(dataset.corpus):
-        return store
+        return _with_saved_graphs(store, store_config, router)
     logger.warning("indexing %d %s documents into %s (once)", len(dataset.corpus), dataset.name, folder)
     started = time.perf_counter()
     chunks = [corpus_chunk(doc_id, entry) for doc_id, entry in dataset.corpus.items()]
@@ -132,7 +132,16 @@ def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = 
     if report is None:
         print(file=sys.stderr)
     marker.write_text(json.dumps({"documents": len(dataset.corpus), "seconds": time.perf_counter() - started}))
-    return store
+    return _with_saved_graphs(store, store_config, router)
+
+
+def _with_saved_graphs(store: DocumentStore, config: RagConfig, router) -> DocumentStore:
+    """``store``, reopened once its Chroma graphs are saved whole, so every run searches the same graph."""
+    with store.writing("saving the vector graphs"):
+        if not store.vectors.save_graphs_on_open():
+            return store
+    store.close()
+    return DocumentStore(config, router)  # opening replays Chroma's log once more, and now saves the graph
 
 
 def corpus_chunk(doc_id: str, entry: dict[str, str]) -> Chunk:

@@ -25,6 +25,7 @@ from rag.index.failpoints import reached
 logger = logging.getLogger(__name__)
 _ADD_BATCH = 4000  # below Chroma's max batch of 5,461
 _READ_WAIT_S = 2.0  # how long a query waits to refresh a stale view before using the previous one
+_SAVE_EVERY = 2  # a sync_threshold this low saves the graph after every write of two or more vectors
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,29 @@ class VectorStore:
                     collection.delete(where={"doc_id": doc_id})
                     reached("vectors.deleted")
             self._forget_listing()
+
+    def save_graphs_on_open(self) -> bool:
+        """Have Chroma save each collection's whole HNSW graph the next time a process opens it; returns
+        whether any collection changed.
+
+        Embedded Chroma saves a graph only every 1,000 added vectors, and every open rebuilds the graph
+        of the vectors added since, inserting them in parallel threads, so each process searches a
+        slightly different approximate graph and a ranking can change from run to run. Once the whole
+        graph is saved, every later process loads that same graph. Saving costs a write of the whole
+        graph after each write, so this is for libraries written once and searched many times
+        (evaluation corpora).
+        """
+        changed = False
+        self._conn.begin_write()
+        with self._conn.using() as (client, version):
+            self._follow(version)
+            for model_id in self._list_model_ids(client):
+                collection = self._existing(client, model_id)
+                hnsw = ((collection.configuration_json or {}).get("hnsw") or {}) if collection is not None else {}
+                if collection is not None and hnsw.get("sync_threshold", _SAVE_EVERY) > _SAVE_EVERY:
+                    collection.modify(configuration={"hnsw": {"sync_threshold": _SAVE_EVERY}})
+                    changed = True
+        return changed
 
     # -- internals ----------------------------------------------------------------------------
 

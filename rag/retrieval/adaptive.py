@@ -34,7 +34,7 @@ def lexical_coverage(query: str, text: str, idf: Idf | None = None,
         idf: token -> weight for the query's tokens (``KeywordIndex.idf``). Defaults to equal weights.
         tokenizer: The BM25 tokenizer, so terms match as BM25 matched them.
     """
-    terms = set(tokenizer(query))
+    terms = sorted(set(tokenizer(query)))  # sorted: a float sum in set order changes with the string-hash seed
     if not terms:
         return None
     weights = dict(idf(terms)) if idf else {term: 1.0 for term in terms}
