@@ -30,13 +30,19 @@ _FIGURE_START_RE = re.compile(r"[-+−–(±~<>]?[$€£¥]?\d")
 _DASHES = {"-", "–", "—", "−", "±"}
 
 
-def rule_tables(pdf_page: pymupdf.Page, words: Iterable[RawWord], *, taken: list[Box]) -> list[tuple[Box, Grid]]:
-    """(bbox, grid) of each table of figures between horizontal rules, outside the boxes in ``taken``."""
-    groups = _rule_groups(pdf_page)
+def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[Box]) -> list[tuple[Box, Grid]]:
+    """(bbox, grid) of each table of figures between horizontal rules, outside the boxes in ``taken``.
+
+    Args:
+        drawings: The page's ``get_cdrawings()``.
+        words: The page's words; read only when the page has a stack of rules.
+        taken: Tables already found on the page.
+    """
+    groups = _rule_groups(drawings)
     if not groups:
         return []
     words = list(words)
-    strokes = _plot_strokes(pdf_page)
+    strokes = _plot_strokes(drawings)
     tables = []
     for x0, x1, ys in groups:
         bbox = (x0, ys[0], x1, ys[-1])
@@ -56,10 +62,10 @@ def rule_tables(pdf_page: pymupdf.Page, words: Iterable[RawWord], *, taken: list
     return tables
 
 
-def _rule_groups(pdf_page: pymupdf.Page) -> list[tuple[float, float, list[float]]]:
+def _rule_groups(drawings: list[dict]) -> list[tuple[float, float, list[float]]]:
     """Stacks of three or more horizontal rules sharing their ends: (x0, x1, the rules' y, top down)."""
     rules: list[tuple[float, float, float]] = []
-    for path in pdf_page.get_cdrawings():
+    for path in drawings:
         for item in path["items"]:
             if item[0] == "l":
                 (ax, ay), (bx, by) = item[1], item[2]
@@ -90,10 +96,10 @@ def _rule_groups(pdf_page: pymupdf.Page) -> list[tuple[float, float, list[float]
     return [group for group in groups if len(group[2]) >= 3]
 
 
-def _plot_strokes(pdf_page: pymupdf.Page) -> list[tuple[float, float]]:
+def _plot_strokes(drawings: list[dict]) -> list[tuple[float, float]]:
     """Midpoints of the curves and slanted lines a chart is drawn with; a table has none."""
     points = []
-    for path in pdf_page.get_cdrawings():
+    for path in drawings:
         for item in path["items"]:
             if item[0] == "c" or (item[0] == "l" and abs(item[1][0] - item[2][0]) > 1
                                   and abs(item[1][1] - item[2][1]) > 1):
