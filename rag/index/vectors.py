@@ -186,8 +186,10 @@ class VectorStore:
             self._follow(version)
             for model_id in self._list_model_ids(client):
                 collection = self._existing(client, model_id)
-                hnsw = ((collection.configuration_json or {}).get("hnsw") or {}) if collection is not None else {}
-                if collection is not None and hnsw.get("sync_threshold", _SAVE_EVERY) > _SAVE_EVERY:
+                if collection is None:
+                    continue
+                hnsw = (collection.configuration_json or {}).get("hnsw") or {}
+                if hnsw.get("sync_threshold", _SAVE_EVERY) > _SAVE_EVERY:
                     collection.modify(configuration={"hnsw": {"sync_threshold": _SAVE_EVERY}})
                     changed = True
         return changed
