@@ -67,7 +67,8 @@ def settings_summary(config: RagConfig) -> dict[str, Any]:
     r = config.retrieval
     return {
         "top_k": r.top_k, "candidate_k": r.candidate_k, "similarity_threshold": r.similarity_threshold,
-        "sources": r.sources, "fusion": r.fusion, "vector_weight": r.vector_weight, "keyword_weight": r.keyword_weight,
+        "sources": r.sources, "fusion": r.fusion, "vector_weight": r.vector_weight,
+        "second_vector_weight": r.second_vector_weight, "keyword_weight": r.keyword_weight,
         "rerank": config.rerank.enabled, "mmr": config.mmr.enabled, "mmr_lambda": config.mmr.lambda_mult,
         "rewrite": config.query.rewrite, "hyde": config.query.hyde, "reflection": config.reflection.enabled,
         "max_context_tokens": config.generation.max_context_tokens,
