@@ -29,7 +29,7 @@ STAGES = ("queued", "parse", "tables", "ocr", "chunk", "keywords", "metadata", "
 STAGE_LABELS = {"queued": "queued", "parse": "parse", "tables": "tables", "ocr": "OCR", "chunk": "chunk",
                 "keywords": "keyword index", "metadata": "metadata", "embedding": "embedding", "done": "done",
                 "failed": "failed"}
-UNITS = {"parse": "pages", "tables": "pages", "ocr": "pages", "embedding": "chunks"}
+UNITS = {"parse": "pages", "tables": "pages", "ocr": "pages", "embedding": "vectors"}  # an English chunk has two
 RATE_WINDOW_S = 20.0
 
 _current: contextvars.ContextVar[IngestProgress | None] = contextvars.ContextVar("ingest_progress", default=None)
@@ -57,7 +57,7 @@ class ProgressView:
         return min(1.0, self.done / self.total) if self.total else 0.0
 
     def text(self) -> str:
-        """"embedding 120/613 chunks · 9.8 chunks/s · about 50 s left"."""
+        """"embedding 120/613 vectors · 9.8 vectors/s · about 50 s left"."""
         label = STAGE_LABELS.get(self.stage, self.stage) + (f" ({self.detail})" if self.detail else "")
         parts = [label]
         if self.total:
