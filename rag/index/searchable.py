@@ -118,6 +118,32 @@ def vector_count(store: DocumentStore, chunks: Sequence[Chunk]) -> int:
     return sum(len(group) for _, group in vector_groups(store, chunks).values())
 
 
+def reopen_incomplete(store: DocumentStore) -> list[str]:
+    """Put completed documents that lack a vector of a configured model back to ``embedding``; their ids.
+
+    A library embedded before a second English embedder was configured (or before the English model
+    changed) has documents with none of its vectors; back in ``embedding`` they stay searchable (by
+    keywords, and by the vectors they have) while the background embedder adds just the missing ones.
+    Loads the configured embedders, so it belongs on a background thread.
+    """
+    reopened = []
+    for doc_id in sorted(store.registry.ids_with_status("completed")):
+        left = missing_chunks(store, doc_id)
+        if not left.missing:
+            continue
+        with store.writing(f"reopening {doc_id} for its missing vectors"):
+            record = store.registry.get(doc_id)
+            if record is None or record.status != "completed" or store.registry.live_claim(doc_id) is not None:
+                continue
+            store.ledger.set(doc_id, left.embedded, left.total)
+            store.registry.update(doc_id, status=EMBEDDING)
+        reopened.append(doc_id)
+    if reopened:
+        logger.info("%d completed document(s) lack vectors of a configured model; embedding them: %s",
+                    len(reopened), ", ".join(reopened))
+    return reopened
+
+
 def claim_embedding(store: DocumentStore, doc_id: str) -> str:
     """Take ``doc_id``'s vectors on for this process: ``"ok"``, ``"gone"`` (not ``embedding`` any more) or
     ``"busy"`` (another running process embeds it, or an ingest, re-index or delete is at work on it)."""
