@@ -55,7 +55,12 @@ def test_library_shows_keyword_searchable_and_completed_documents(app_data: Path
                         hostile.SHOWN_NAME: ("keyword-searchable, embedding", f"0/{hostile_chunks}")}
         assert any("1 ready, 1 keyword-searchable while embedding" in s.value for s in app.subheader)
         bars = [shown_text(bar.text) for bar in app.get("progress")]
-        assert any(text.startswith(f"{hostile.SHOWN_NAME} — embedding 0/{hostile_chunks} chunks") for text in bars)
+        # progress counts vectors: two per English chunk (both English models), one per Chinese chunk
+        from ui.resources import get_store
+
+        vectors = sum(1 if c.language == "zh" else 2 for c in get_store(base_config()).chunks(doc_id))
+        assert vectors > hostile_chunks
+        assert any(text.startswith(f"{hostile.SHOWN_NAME} — embedding 0/{vectors} vectors") for text in bars)
         assert live(app) == []  # the hostile name is shown as text everywhere
 
         inspect = next(s for s in app.selectbox if s.label == "Inspect a document")

@@ -64,7 +64,8 @@ def test_grid_runs_every_mode_over_one_store_and_tabulates(tiny, config: RagConf
     assert table.count("latency excludes query embedding") == 1  # a note shared by every row is said once
     assert "All rows: query embeddings batched" in table
     vector = engines.engine(mode_settings("vector", config)[0]).search(QUERIES["q2"])
-    assert [s.name for s in vector.trace.stages][:2] == ["vector", "fusion"]  # the vector row ran no BM25
+    # the vector row runs both dense lists (the English model's and the second one's) and no BM25
+    assert [s.name for s in vector.trace.stages][:3] == ["vector", "vector_second", "fusion"]
 
 
 def test_rerank_rows_say_when_no_cross_encoder_is_loaded(tiny, config: RagConfig) -> None:
