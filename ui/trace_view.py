@@ -56,7 +56,7 @@ def stage_notes(trace: Mapping[str, Any]) -> list[str]:
     for doc in ((trace.get("retrieval") or {}).get("details") or {}).get("keyword_only", []):
         stopped = f"; embedding stopped: {label(doc['error'])}" if doc.get("error") else ""
         notes.append(f"keyword-only for now: {label(doc['file_name'])} — {int(doc['embedded'])} of "
-                     f"{int(doc['total'])} chunks have vectors, so vector search sees only those{stopped}")
+                     f"{int(doc['total'])} vectors are stored, so vector search sees only those chunks{stopped}")
     if trace.get("retrieval_cached"):
         notes.append("retrieval came from the result cache (same question and settings)")
     return notes

@@ -202,8 +202,8 @@ def stop_embedding(store: DocumentStore, doc_id: str, error: str = "") -> None:
             return  # a re-index or delete took over meanwhile
         if error:
             state = store.ledger.get(doc_id)
-            store.ledger.set(doc_id, state.embedded if state else 0, state.total if state else record.chunks,
-                             error=error)
+            total = state.total if state else vector_count(store, store.chunks(doc_id))
+            store.ledger.set(doc_id, state.embedded if state else 0, total, error=error)
         store.registry.release(doc_id)
 
 
@@ -222,7 +222,7 @@ def keyword_only(store: DocumentStore, doc_ids: Sequence[str] | None = None) -> 
             continue
         state = states.get(doc_id)
         found.append(KeywordOnly(doc_id, record.file_name, state.embedded if state else 0,
-                                 state.total if state else record.chunks,
+                                 state.total if state else vector_count(store, store.chunks(doc_id)),
                                  state.error if state else ""))
     return found
 

@@ -43,9 +43,13 @@ class _Vectors:
     def model_ids(self) -> list[str]:
         return list(self._spaces)
 
-    def query(self, model_id: str, embedding: Any, k: int, *, doc_ids: Any = None) -> list[VectorHit]:
-        self.searches.append(model_id)
-        return [VectorHit(chunk_id, score, chunk_id, _metadata(chunk_id)) for chunk_id, score in self._spaces[model_id][:k]]
+    def query(self, model_id: str, embedding: Any, k: int, *, doc_ids: Any = None, language: str | None = None,
+              not_language: str | None = None) -> list[VectorHit]:
+        self.searches.append(model_id + (f"[{language}]" if language else "") + (f"[not {not_language}]" if not_language else ""))
+        hits = [VectorHit(chunk_id, score, chunk_id, _metadata(chunk_id)) for chunk_id, score in self._spaces[model_id]]
+        hits = [h for h in hits if (language is None or h.metadata["language"] == language)
+                and (not_language is None or h.metadata["language"] != not_language)]
+        return hits[:k]
 
 
 def _metadata(chunk_id: str) -> dict[str, Any]:
@@ -125,3 +129,28 @@ def test_without_a_second_english_embedder_the_second_role_finds_nothing_and_e5_
                 SearchQuery(query_str="revenue?")) == []
     assert _ids(VectorRetriever(vectors, _Router(*spaces), top_k=10),
                 SearchQuery(query_str="revenue?")) == [("b", 0.91), ("zh1", 0.86)]
+
+
+def test_chunks_of_the_other_language_crowding_a_list_are_searched_again_alone() -> None:
+    # top_k 2: e5's unfiltered best two are English for a Chinese question, and Chinese for an English one
+    spaces = {"minilm": [("a", 0.6)], "e5": [("a", 0.95), ("b", 0.94), ("zh1", 0.90), ("zh2", 0.89), ("c", 0.5)]}
+    vectors = _Vectors(spaces)
+    router = _Router(*spaces, second="e5")
+    chinese = SearchQuery(query_str="营业收入是多少？")
+    assert _ids(VectorRetriever(vectors, router, top_k=2), chinese) == [("zh1", 0.9), ("zh2", 0.89)]
+    assert vectors.searches == ["e5", "e5[zh]"]
+
+    crowded = {"minilm": [("a", 0.6)], "e5": [("zh1", 0.90), ("zh2", 0.89), ("a", 0.85), ("b", 0.80)]}
+    vectors = _Vectors(crowded)
+    english = SearchQuery(query_str="what was the revenue?")
+    assert _ids(VectorRetriever(vectors, _Router(*crowded, second="e5"), top_k=2, role="second"), english) == [
+        ("a", 0.85), ("b", 0.8)]
+    assert vectors.searches == ["e5", "e5[not zh]"]
+
+
+def test_a_chinese_question_in_a_library_without_chinese_text_says_so() -> None:
+    spaces = {"minilm": [("a", 0.6)], "e5": [("a", 0.93), ("b", 0.90)]}  # e5 holds only English second vectors
+    query = SearchQuery(query_str="营业收入是多少？")
+    with query.trace.stage("vector"):
+        assert _ids(VectorRetriever(_Vectors(spaces), _Router(*spaces, second="e5"), top_k=10), query) == []
+    assert "no document holds Chinese text" in query.trace.get("vector").fallback_reason
