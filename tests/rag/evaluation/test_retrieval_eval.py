@@ -40,7 +40,11 @@ def test_ablation_modes_run_only_the_stages_they_name(config: RagConfig) -> None
     assert default.rerank.enabled and default.mmr.enabled and default.retrieval.sources == "hybrid"
     assert mode_settings("vector", config)[0].retrieval.sources == "vector"
     assert mode_settings("vector+hyde", config)[1] is True
-    assert len(all_modes()) == 5 + 16
+    assert len(all_modes()) == 7 + 16
+    english, _ = mode_settings("vector-english-model", config)
+    second, _ = mode_settings("vector-second-model", config)
+    assert (english.retrieval.sources, english.retrieval.second_vector_weight) == ("vector", 0.0)
+    assert (second.retrieval.sources, second.retrieval.vector_weight) == ("vector", 0.0)
     with pytest.raises(ValueError, match="unknown mode"):
         mode_settings("bm25+magic", config)
 
