@@ -36,6 +36,7 @@ KNOBS: dict[str, str] = {
     "retrieval.sources": "Retrievers",
     "retrieval.fusion": "Fusion",
     "retrieval.vector_weight": "Vector weight",
+    "retrieval.second_vector_weight": "Second English embedder weight",
     "retrieval.keyword_weight": "Keyword weight",
     "retrieval.similarity_threshold": "Similarity threshold",
     "mmr.enabled": "MMR diversity",

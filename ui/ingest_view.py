@@ -35,11 +35,11 @@ def status_of(record: DocumentRecord, partial: KeywordOnly | None) -> str:
 
 
 def vectors_of(record: DocumentRecord, partial: KeywordOnly | None) -> str:
-    """"120/613": chunks with a stored vector of all the document's chunks."""
+    """"120/1226": vectors stored of all the document's vectors (an English chunk has one per English model)."""
     if record.status == "completed":
-        return f"{record.chunks}/{record.chunks}"
+        return "all"
     if record.status in ("embedding", "preliminary"):
-        return f"{partial.embedded if partial else 0}/{record.chunks}"
+        return f"{partial.embedded}/{partial.total}" if partial else "0"
     return "–"
 
 
@@ -58,8 +58,9 @@ def library_rows(records: Sequence[DocumentRecord], partial: dict[str, KeywordOn
 
 def keyword_only_notice(record: DocumentRecord, partial: KeywordOnly | None) -> None:
     """What a document still embedding can and cannot be found by."""
-    embedded = partial.embedded if partial else 0
-    st.info(f"Keyword-searchable now. Vectors are stored for {embedded} of {record.chunks} chunks; vector search "
-            "finds only those until embedding finishes.", icon=":material/hourglass_top:")
+    embedded, total = (partial.embedded, partial.total) if partial else (0, record.chunks)
+    st.info(f"Keyword-searchable now. {embedded} of its {total} vectors are stored ({record.chunks} chunks; an "
+            "English chunk has one per English embedder); vector search finds only those until embedding finishes.",
+            icon=":material/hourglass_top:")
     if partial is not None and partial.error:
         st.warning(f"Embedding stopped: {label(partial.error)}", icon=":material/warning:")

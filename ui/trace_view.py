@@ -56,7 +56,7 @@ def stage_notes(trace: Mapping[str, Any]) -> list[str]:
     for doc in ((trace.get("retrieval") or {}).get("details") or {}).get("keyword_only", []):
         stopped = f"; embedding stopped: {label(doc['error'])}" if doc.get("error") else ""
         notes.append(f"keyword-only for now: {label(doc['file_name'])} — {int(doc['embedded'])} of "
-                     f"{int(doc['total'])} chunks have vectors, so vector search sees only those{stopped}")
+                     f"{int(doc['total'])} vectors are stored, so vector search sees only those chunks{stopped}")
     if trace.get("retrieval_cached"):
         notes.append("retrieval came from the result cache (same question and settings)")
     return notes
@@ -67,7 +67,8 @@ def settings_summary(config: RagConfig) -> dict[str, Any]:
     r = config.retrieval
     return {
         "top_k": r.top_k, "candidate_k": r.candidate_k, "similarity_threshold": r.similarity_threshold,
-        "sources": r.sources, "fusion": r.fusion, "vector_weight": r.vector_weight, "keyword_weight": r.keyword_weight,
+        "sources": r.sources, "fusion": r.fusion, "vector_weight": r.vector_weight,
+        "second_vector_weight": r.second_vector_weight, "keyword_weight": r.keyword_weight,
         "rerank": config.rerank.enabled, "mmr": config.mmr.enabled, "mmr_lambda": config.mmr.lambda_mult,
         "rewrite": config.query.rewrite, "hyde": config.query.hyde, "reflection": config.reflection.enabled,
         "max_context_tokens": config.generation.max_context_tokens,

@@ -195,7 +195,7 @@ def _cmd_embed(args: argparse.Namespace, config: RagConfig) -> int:
         result = fill_vectors(store, doc_id, progress=progress)
         progress.finish(error=result.error if result.status != "completed" else "")
         failed |= result.status != "completed"
-        print(f"{result.status:<10} {doc_id}  {result.embedded}/{result.total} chunks embedded"
+        print(f"{result.status:<10} {doc_id}  {result.embedded}/{result.total} vectors stored"
               + (f"  ({result.error})" if result.error else ""))
     if not waiting:
         print("no document is waiting for vectors")

@@ -35,6 +35,9 @@ BASE_MODES: dict[str, dict[str, Any]] = {
     "default": {},
     "bm25": {"retrieval.sources": "keyword"},
     "vector": {"retrieval.sources": "vector"},
+    # each dense list of an English question alone (the second English embedder's, e5-small, and the English one's)
+    "vector-english-model": {"retrieval.sources": "vector", "retrieval.second_vector_weight": 0.0},
+    "vector-second-model": {"retrieval.sources": "vector", "retrieval.vector_weight": 0.0},
     "hybrid-rrf": {"retrieval.sources": "hybrid", "retrieval.fusion": "rrf"},
     "hybrid-weighted": {"retrieval.sources": "hybrid", "retrieval.fusion": "weighted"},
 }

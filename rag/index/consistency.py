@@ -3,7 +3,7 @@
 Registry, Chroma and BM25 (its stored token rows and its in-memory matrices) must agree on the
 searchable documents and on each one's chunk ids: BM25 holds exactly the searchable documents;
 Chroma holds every chunk of a completed document and a subset of an ``embedding`` one's (vectors are
-stored batch by batch), never more than its ledger's count, and nothing of any other document; every
+stored batch by batch), never fewer vectors than its ledger counts, and nothing of any other document; every
 searchable document must have its stored file and page data; no folder may lack a registry row. With
 ``quiescent`` (no writer at work), no row may be unfinished and no claim may be left; an
 ``embedding`` row is a resting state (its embedding resumes).
@@ -43,18 +43,20 @@ def problems(store: DocumentStore, *, quiescent: bool = True) -> list[str]:
     if store.keywords.doc_ids() != set(bm25):
         found.append(f"the in-memory BM25 index holds {sorted(store.keywords.doc_ids())}, its rows {sorted(bm25)}")
     chroma: dict[str, set[str]] = {}
+    vectors: dict[str, int] = {}  # (chunk, model) pairs: the ledger counts vectors, two per English chunk
     for model_id in store.vectors.model_ids():
         for doc_id, ids in store.vectors.chunk_ids_by_doc(model_id).items():
             chroma.setdefault(doc_id, set()).update(ids)
+            vectors[doc_id] = vectors.get(doc_id, 0) + len(ids)
     if not completed <= set(chroma) <= completed | embedding:
         found.append(f"Chroma holds {sorted(chroma)}, the registry's completed documents are {sorted(completed)} "
                      f"and those being embedded {sorted(embedding)}")
     ledger = store.ledger.all()
     for doc_id in sorted(embedding):
         stored, counted = chroma.get(doc_id, set()), ledger[doc_id].embedded if doc_id in ledger else 0
-        if not stored <= bm25.get(doc_id, set()) or counted > len(stored):
-            found.append(f"{doc_id}: being embedded, Chroma holds {len(stored)} of its chunks (ledger: {counted}), "
-                         "not a subset of its BM25 chunks")
+        if not stored <= bm25.get(doc_id, set()) or counted > vectors.get(doc_id, 0):
+            found.append(f"{doc_id}: being embedded, Chroma holds {vectors.get(doc_id, 0)} vectors of its chunks "
+                         f"(ledger: {counted}), not a subset of its BM25 chunks")
 
     for doc_id in sorted(searchable):
         record = records[doc_id]

@@ -1,7 +1,8 @@
 """Keyword-searchable first, vectors after: the store's write steps for a document that is embedded
 in the background.
 
-    publish_keywords   BM25 entries + page data + registry ``embedding`` + ledger 0/N   (one write step)
+    publish_keywords   BM25 entries + page data + registry ``embedding`` + ledger 0/N   (one write step;
+                       N counts vectors: a chunk has one per model that embeds its language)
     claim_embedding    this process's ``embed`` claim on the row (unless another live process holds one)
     add_vectors        one batch of vectors + ledger n/N, only while the row is ``embedding`` and ours
     finish_embedding   registry ``completed`` and the claim released, only when Chroma holds a vector for
@@ -47,12 +48,15 @@ class KeywordOnly:
 
     def describe(self) -> str:
         stopped = f"; embedding stopped: {self.error}" if self.error else ""
-        return f"{self.file_name} ({self.embedded}/{self.total} chunks embedded{stopped})"
+        return f"{self.file_name} ({self.embedded}/{self.total} vectors stored{stopped})"
 
 
 @dataclass
 class MissingVectors:
-    """Chunks of one document whose vectors are not stored yet, grouped by the model that embeds them."""
+    """Chunks of one document whose vectors are not stored yet, grouped by the model that embeds them.
+
+    ``total`` counts vectors, not chunks: an English chunk has one per English model (two by default).
+    """
 
     by_model: dict[str, tuple[Any, list[Chunk]]]  # model_id -> (embedder, chunks)
     total: int
@@ -81,24 +85,63 @@ def publish_keywords(store: DocumentStore, doc_id: str, chunks: Sequence[Chunk],
     with store.writing(f"indexing keywords of {doc_id}"):
         store.write_keywords({doc_id: list(chunks)})
         store.write_pages(doc_id, list(page_data))
-        store.ledger.set(doc_id, 0, len(chunks))
+        store.ledger.set(doc_id, 0, vector_count(store, chunks))
         store.registry.update(doc_id, status=status, chunks=len(chunks), error="", **fields)
 
 
 def missing_chunks(store: DocumentStore, doc_id: str) -> MissingVectors:
     """What Chroma does not hold yet for ``doc_id``'s chunks (all of them for a fresh document)."""
-    chunks = store.chunks(doc_id)
-    groups: dict[str, tuple[Any, list[Chunk]]] = {}
-    for chunk in chunks:
-        embedder = store.router.for_language(chunk.language)
-        groups.setdefault(model_id_of(embedder), (embedder, []))[1].append(chunk)
+    groups = vector_groups(store, store.chunks(doc_id))
     by_model: dict[str, tuple[Any, list[Chunk]]] = {}
     for model_id, (embedder, group) in groups.items():
         stored = set(store.vectors.get(model_id, [c.chunk_id for c in group])) if model_id in _models(store) else set()
         rest = [c for c in group if c.chunk_id not in stored]
         if rest:
             by_model[model_id] = (embedder, rest)
-    return MissingVectors(by_model, len(chunks))
+    return MissingVectors(by_model, sum(len(group) for _, group in groups.values()))
+
+
+def vector_groups(store: DocumentStore, chunks: Sequence[Chunk]) -> dict[str, tuple[Any, list[Chunk]]]:
+    """model_id -> (embedder, chunks): every model that embeds each chunk's language, each chunk once per model."""
+    groups: dict[str, tuple[Any, list[Chunk]]] = {}
+    for chunk in chunks:
+        for spec in store.router.specs_for(chunk.language):
+            embedder = store.router.for_spec(spec)
+            group = groups.setdefault(model_id_of(embedder), (embedder, []))[1]
+            if not group or group[-1] is not chunk:  # two specs may name one model
+                group.append(chunk)
+    return groups
+
+
+def vector_count(store: DocumentStore, chunks: Sequence[Chunk]) -> int:
+    """How many vectors ``chunks`` need: one per chunk and model that embeds its language."""
+    return sum(len(group) for _, group in vector_groups(store, chunks).values())
+
+
+def reopen_incomplete(store: DocumentStore) -> list[str]:
+    """Put completed documents that lack a vector of a configured model back to ``embedding``; their ids.
+
+    A library embedded before a second English embedder was configured (or before the English model
+    changed) has documents with none of its vectors; back in ``embedding`` they stay searchable (by
+    keywords, and by the vectors they have) while the background embedder adds just the missing ones.
+    Loads the configured embedders, so it belongs on a background thread.
+    """
+    reopened = []
+    for doc_id in sorted(store.registry.ids_with_status("completed")):
+        left = missing_chunks(store, doc_id)
+        if not left.missing:
+            continue
+        with store.writing(f"reopening {doc_id} for its missing vectors"):
+            record = store.registry.get(doc_id)
+            if record is None or record.status != "completed" or store.registry.live_claim(doc_id) is not None:
+                continue
+            store.ledger.set(doc_id, left.embedded, left.total)
+            store.registry.update(doc_id, status=EMBEDDING)
+        reopened.append(doc_id)
+    if reopened:
+        logger.info("%d completed document(s) lack vectors of a configured model; embedding them: %s",
+                    len(reopened), ", ".join(reopened))
+    return reopened
 
 
 def claim_embedding(store: DocumentStore, doc_id: str) -> str:
@@ -116,16 +159,16 @@ def claim_embedding(store: DocumentStore, doc_id: str) -> str:
 
 
 def add_vectors(store: DocumentStore, doc_id: str, model_id: str, chunks: Sequence[Chunk], vectors: Any,
-                *, embedded: int) -> bool:
-    """Store one batch of ``doc_id``'s vectors and count ``embedded`` chunks done; False (nothing stored)
-    when the document was deleted, re-indexed or finished meanwhile."""
+                *, embedded: int, total: int) -> bool:
+    """Store one batch of ``doc_id``'s vectors and count ``embedded`` of ``total`` vectors done; False
+    (nothing stored) when the document was deleted, re-indexed or finished meanwhile."""
     with store.writing(f"embedding {doc_id}"):
         record = store.registry.get(doc_id)
         if (record is None or record.status != EMBEDDING or not _ours(store.registry.claim_of(doc_id))
                 or not _same_chunks(store, doc_id, chunks)):
             return False
         store.write_vectors({model_id: (list(chunks), vectors)})
-        store.ledger.set(doc_id, embedded, record.chunks)
+        store.ledger.set(doc_id, embedded, total)
         return True
 
 
@@ -159,7 +202,8 @@ def stop_embedding(store: DocumentStore, doc_id: str, error: str = "") -> None:
             return  # a re-index or delete took over meanwhile
         if error:
             state = store.ledger.get(doc_id)
-            store.ledger.set(doc_id, state.embedded if state else 0, record.chunks, error=error)
+            total = state.total if state else vector_count(store, store.chunks(doc_id))
+            store.ledger.set(doc_id, state.embedded if state else 0, total, error=error)
         store.registry.release(doc_id)
 
 
@@ -177,7 +221,8 @@ def keyword_only(store: DocumentStore, doc_ids: Sequence[str] | None = None) -> 
         if record is None:
             continue
         state = states.get(doc_id)
-        found.append(KeywordOnly(doc_id, record.file_name, state.embedded if state else 0, record.chunks,
+        found.append(KeywordOnly(doc_id, record.file_name, state.embedded if state else 0,
+                                 state.total if state else vector_count(store, store.chunks(doc_id)),
                                  state.error if state else ""))
     return found
 

@@ -216,13 +216,13 @@ class DocumentStore:
         Args:
             model_chunks: model_id -> (chunks, their vectors), as ``rag.ingest.embedding.embed_chunks`` returns.
         """
-        by_doc: dict[str, list[Chunk]] = {}
+        by_doc: dict[str, dict[str, Chunk]] = {}
         for chunks, _vectors in model_chunks.values():
-            for chunk in chunks:
-                by_doc.setdefault(chunk.doc_id, []).append(chunk)
+            for chunk in chunks:  # an English chunk comes once per English model
+                by_doc.setdefault(chunk.doc_id, {})[chunk.chunk_id] = chunk
         with self.writing("writing chunks"):
             self.write_vectors(model_chunks)
-            self.write_keywords(by_doc)
+            self.write_keywords({doc_id: list(chunks.values()) for doc_id, chunks in by_doc.items()})
 
     def write_pages(self, doc_id: str, pages: list[Page]) -> None:
         data = [{"number": p.number, "text": p.text, "width": p.width, "height": p.height,

@@ -77,8 +77,10 @@ class VectorStore:
             self._follow(version)
             return sum(self._count(client, m) for m in models)
 
-    def query(self, model_id: str, embedding: Sequence[float], k: int, *,
-              doc_ids: Iterable[str] | None = None) -> list[VectorHit]:
+    def query(self, model_id: str, embedding: Sequence[float], k: int, *, doc_ids: Iterable[str] | None = None,
+              language: str | None = None, not_language: str | None = None) -> list[VectorHit]:
+        """The ``k`` nearest chunks in ``model_id``'s space, of ``doc_ids`` (None: all), and only of chunks in
+        ``language`` / not in ``not_language`` when given (one space can hold two languages' chunks)."""
         hidden = self._hidden()
         wanted = None if doc_ids is None else [d for d in doc_ids if d not in hidden]
         if wanted is not None and not wanted:
@@ -90,12 +92,14 @@ class VectorStore:
             total = self._count(client, model_id) if collection is not None else 0
             if total == 0:
                 return []
-            where = {"doc_id": {"$in": wanted}} if wanted is not None else None
+            scope = [{"language": language}] if language else []
+            scope += [{"language": {"$ne": not_language}}] if not_language else []
+            documents = [{"doc_id": {"$in": wanted}}] if wanted is not None else []
             try:
-                hits = _query(collection, embedding, min(k, total), where)
+                hits = _query(collection, embedding, min(k, total), _all_of(documents + scope))
                 if any(_hidden_hit(h, hidden) for h in hits):
-                    where = where or {"doc_id": {"$nin": sorted(hidden)}}
-                    hits = _query(collection, embedding, min(k, total), where)
+                    documents = documents or [{"doc_id": {"$nin": sorted(hidden)}}]
+                    hits = _query(collection, embedding, min(k, total), _all_of(documents + scope))
             except Exception as exc:  # noqa: BLE001 - Chroma raises plain Exception subclasses
                 if fresh:
                     raise
@@ -234,6 +238,13 @@ class VectorStore:
             collection = self._existing(client, model_id)
             self._counts[model_id] = collection.count() if collection is not None else 0
         return self._counts[model_id]
+
+
+def _all_of(conditions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A Chroma ``where`` requiring every condition (Chroma wants ``$and`` only for two or more)."""
+    if not conditions:
+        return None
+    return conditions[0] if len(conditions) == 1 else {"$and": conditions}
 
 
 def _query(collection: Any, embedding: Sequence[float], n: int, where: dict | None) -> list[VectorHit]:

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from typing import Callable
 
-from rag.index.searchable import EMBEDDING
+from rag.index.searchable import EMBEDDING, reopen_incomplete
 from rag.index.store import DocumentStore
 from rag.ingest.progress import IngestProgress
 from rag.ingest.vector_fill import BATCH, FillResult, fill_vectors
@@ -35,7 +35,8 @@ class BackgroundEmbedder:
         store: The document store.
         batch_size: Chunks per batch. Defaults to ``vector_fill.BATCH``.
         priority: Batches wait while a question is in flight. Defaults to the process's.
-        resume: At start, queue every document left ``embedding`` in the library. Defaults to True.
+        resume: At start, queue every document left ``embedding`` in the library, then (on the worker
+            thread) every completed one that lacks a vector of a configured model. Defaults to True.
     """
 
     def __init__(self, store: DocumentStore, *, batch_size: int = BATCH, priority: Priority = PROCESS_PRIORITY,
@@ -51,6 +52,8 @@ class BackgroundEmbedder:
         self._results: dict[str, FillResult] = {}
         self._listeners: list[Listener] = []
         self._stop = threading.Event()
+        self._resume = resume
+        self._checking = resume  # the worker's first look for completed documents that lack vectors
         if resume:
             self._queue_unfinished()
         self._thread = threading.Thread(target=self._run, name="citewise-embed", daemon=True)
@@ -104,7 +107,7 @@ class BackgroundEmbedder:
         """
         deadline = time.monotonic() + timeout
         with self._cond:
-            while (doc_id is None and (self._queue or self._current)) or (
+            while (doc_id is None and (self._queue or self._current or self._checking)) or (
                     doc_id is not None and (doc_id == self._current or doc_id in self._queue)):
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -121,6 +124,8 @@ class BackgroundEmbedder:
     # -- the worker ---------------------------------------------------------------------------
 
     def _run(self) -> None:
+        if self._resume:
+            self._reopen_incomplete()
         while not self._stop.is_set():
             with self._cond:
                 while not self._queue and not self._stop.is_set():
@@ -161,6 +166,18 @@ class BackgroundEmbedder:
             self.submit(doc_id)
         if waiting:
             logger.info("resuming the embedding of %d document(s): %s", len(waiting), ", ".join(waiting))
+
+    def _reopen_incomplete(self) -> None:
+        reopened: list[str] = []
+        try:
+            reopened = reopen_incomplete(self._store)
+        except Exception:  # noqa: BLE001 - a closed or broken store: nothing to add
+            logger.exception("could not check completed documents for missing vectors")
+        for doc_id in reopened:
+            self.submit(doc_id)
+        with self._cond:
+            self._checking = False
+            self._cond.notify_all()
 
     def _new_progress(self, doc_id: str) -> IngestProgress:
         record = self._store.registry.get(doc_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Callable
 
 import numpy as np
@@ -10,7 +9,7 @@ import numpy as np
 from rag.documents import Chunk
 from rag.index.embed_cache import EmbeddingCache
 from rag.index.store import DocumentStore
-from rag.models.embedding_router import model_id_of
+from rag.index.searchable import vector_groups
 from rag.text.table_text import table_outline
 
 Progress = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message)
@@ -19,7 +18,7 @@ _EMBED_PROGRESS_BATCH = 64
 
 def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress | None = None,
                  cache: EmbeddingCache | None = None) -> dict[str, tuple[list[Chunk], np.ndarray]]:
-    """Embed chunks with the model for their language, through the embedding cache.
+    """Embed chunks with the models for their language (English: two by default), through the embedding cache.
 
     Returns model_id -> (chunks, vectors), ready for ``DocumentStore.write_chunks``.
 
@@ -30,21 +29,17 @@ def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress 
         cache: Another embedding cache (benchmarks share one across temporary stores).
     """
     cache = cache or store.cache
-    groups: dict[str, list[Chunk]] = defaultdict(list)
-    for chunk in chunks:
-        groups[store.router.spec_for(chunk.language)].append(chunk)
-    done, total = 0, len(chunks)
+    groups = vector_groups(store, chunks)
+    done, total = 0, sum(len(group) for _, group in groups.values())
     by_model: dict[str, tuple[list[Chunk], np.ndarray]] = {}
-    for spec, group in groups.items():
-        embedder = store.router.for_spec(spec)
-        model_id = model_id_of(embedder)
+    for model_id, (embedder, group) in groups.items():
         vectors = []
         for start in range(0, len(group), _EMBED_PROGRESS_BATCH):
             batch = [embedding_text(c) for c in group[start:start + _EMBED_PROGRESS_BATCH]]
             vectors.append(cache.embed(model_id, batch, embedder.get_text_embedding_batch))
             done += len(batch)
             if report:
-                report("embed", done / total, f"Embedded {done}/{total} chunks ({model_id})")
+                report("embed", done / total, f"Embedded {done}/{total} chunk vectors ({model_id})")
         by_model[model_id] = (group, np.concatenate(vectors))
     return by_model
 

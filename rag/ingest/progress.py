@@ -2,10 +2,10 @@
 
 Stages, in order: ``parse`` (pages of the text layer read), ``tables`` (pages read with table
 detection), ``ocr`` (pages without a text layer), ``chunk``, ``keywords`` (the BM25 index written: the
-document is searchable from here), ``metadata`` (the LLM's summary, when on), ``embedding`` (chunks
-whose vectors are stored, n of N), then ``done`` or ``failed``. A new document with tables or scans
+document is searchable from here), ``metadata`` (the LLM's summary, when on), ``embedding`` (vectors
+stored, n of N: one per chunk and model that embeds its language), then ``done`` or ``failed``. A new document with tables or scans
 goes parse → chunk → keywords (searchable from its text layer) → tables / OCR → chunk → keywords. Every figure comes from a
-counter the work itself advances — pages parsed, pages OCR'd, chunks embedded — never from a guessed
+counter the work itself advances — pages parsed, pages OCR'd, vectors stored — never from a guessed
 share of the whole: the rate is counted units over the stage's elapsed time (the last ``RATE_WINDOW_S``
 seconds once the stage has run that long, so a pause for a question shows), and the time left is the
 units left at that rate. A stage that has no counter yet says so instead of showing a number.
@@ -29,7 +29,8 @@ STAGES = ("queued", "parse", "tables", "ocr", "chunk", "keywords", "metadata", "
 STAGE_LABELS = {"queued": "queued", "parse": "parse", "tables": "tables", "ocr": "OCR", "chunk": "chunk",
                 "keywords": "keyword index", "metadata": "metadata", "embedding": "embedding", "done": "done",
                 "failed": "failed"}
-UNITS = {"parse": "pages", "tables": "pages", "ocr": "pages", "embedding": "chunks"}
+# embedding counts vectors, not chunks: an English chunk has one per English model (two by default)
+UNITS = {"parse": "pages", "tables": "pages", "ocr": "pages", "embedding": "vectors"}
 RATE_WINDOW_S = 20.0
 
 _current: contextvars.ContextVar[IngestProgress | None] = contextvars.ContextVar("ingest_progress", default=None)
@@ -43,7 +44,7 @@ class ProgressView:
     stage: str
     done: int
     total: int
-    unit: str  # pages, chunks, or "" for a stage without a counter
+    unit: str  # pages, vectors, or "" for a stage without a counter
     rate: float | None  # units per second
     eta_s: float | None  # seconds left in this stage at that rate
     elapsed_s: float
@@ -57,7 +58,7 @@ class ProgressView:
         return min(1.0, self.done / self.total) if self.total else 0.0
 
     def text(self) -> str:
-        """"embedding 120/613 chunks · 9.8 chunks/s · about 50 s left"."""
+        """"embedding 120/613 vectors · 9.8 vectors/s · about 50 s left"."""
         label = STAGE_LABELS.get(self.stage, self.stage) + (f" ({self.detail})" if self.detail else "")
         parts = [label]
         if self.total:

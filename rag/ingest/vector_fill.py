@@ -53,9 +53,9 @@ class FillResult:
 
     doc_id: str
     status: str
-    embedded: int = 0  # chunks with vectors at the end
+    embedded: int = 0  # vectors stored at the end (a chunk has one per model that embeds its language)
     total: int = 0
-    computed: int = 0  # chunks embedded by this run (cache misses and hits both count)
+    computed: int = 0  # vectors computed by this run (cache misses and hits both count)
     seconds: float = 0.0
     waited_s: float = 0.0  # of which waiting for questions
     error: str = ""
@@ -103,7 +103,8 @@ def fill_vectors(store: DocumentStore, doc_id: str, *, batch_size: int = BATCH, 
                 result.computed += len(batch)
                 if len(done) < store_every and start + batch_size < len(chunks):
                     continue
-                if not add_vectors(store, doc_id, model_id, done, vectors, embedded=result.embedded + len(done)):
+                if not add_vectors(store, doc_id, model_id, done, vectors, embedded=result.embedded + len(done),
+                                   total=result.total):
                     return result  # deleted or re-indexed meanwhile: nothing more is stored
                 result.embedded += len(done)
                 done, vectors = [], []

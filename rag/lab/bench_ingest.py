@@ -75,7 +75,8 @@ def run(files: list[Path], config: RagConfig) -> dict:
         texts_by_model: dict[str, list[str]] = defaultdict(list)
         for record in store.documents():
             for chunk in store.chunks(record.doc_id):
-                texts_by_model[router.spec_for(chunk.language)].append(chunk.text)
+                for spec in router.specs_for(chunk.language):  # English chunks: both English models
+                    texts_by_model[spec].append(chunk.text)
         embed_only = 0.0
         per_model = {}
         for spec, texts in texts_by_model.items():

@@ -85,8 +85,6 @@ def _fill_real(store: DocumentStore, squad, size: int) -> str:
 
 def _fill_synthetic(store: DocumentStore, squad, size: int) -> str:
     rng = np.random.default_rng(0)
-    embedder = store.router.for_language("en")
-    model_id = model_id_of(embedder)
     counts: dict[str, int] = {}
     for entry in squad.corpus.values():
         for word in entry["text"].split():
@@ -99,9 +97,14 @@ def _fill_synthetic(store: DocumentStore, squad, size: int) -> str:
         text = " ".join(rng.choice(vocabulary, size=60, p=weights))
         chunks.append(Chunk(chunk_id=f"s{i // 50}:{i % 50}", doc_id=f"s{i // 50}", file_name=f"s{i // 50}.txt",
                             text=text, index=i % 50, page_start=1, page_end=1, char_start=0, char_end=len(text)))
-    vectors = rng.normal(size=(size, 384)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    store.write_chunks({model_id: (chunks, vectors)})
+    by_model = {}
+    for spec in store.router.specs_for("en"):  # every English model searches its own space, so each gets vectors
+        embedder = store.router.for_spec(spec)
+        dimension = len(embedder.get_query_embedding("dimension"))
+        vectors = rng.normal(size=(size, dimension)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        by_model[model_id_of(embedder)] = (chunks, vectors)
+    store.write_chunks(by_model)
     return "synthetic vectors and text"
 
 

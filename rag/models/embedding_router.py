@@ -2,8 +2,10 @@
 
 With ``routing="per_language"`` English chunks go to ``english_model`` and Chinese chunks to
 ``chinese_model``; with ``routing="single"`` every chunk goes to ``chinese_model``, which must then be
-multilingual (the bundled e5-small is). A query is embedded once per model that holds vectors, so an
-English question still reaches Chinese chunks through the multilingual space.
+multilingual (the bundled e5-small is). English chunks are also embedded by ``second_english_model``
+when one is set (by default e5-small, searched as a dense list of its own for English questions). A
+query is embedded once per model that holds vectors, so an English question still reaches Chinese
+chunks through the multilingual space.
 
 Query vectors are cached per (model, text) in ``query_vectors``: a question asked again, compared
 under two settings, or re-searched by reflection is embedded once.
@@ -67,15 +69,34 @@ class EmbedderRouter:
                     self.query_vectors.put((model_id, text), vector)
 
     def spec_for(self, language: str) -> str:
+        """The model that reads ``language`` (its chunks' first vectors, its questions' own space)."""
         if self._config.routing == "single" or language == "zh":
             return self._config.chinese_model
         return self._config.english_model
 
+    def specs_for(self, language: str) -> list[str]:
+        """Every model that embeds chunks in ``language``: its own, then the second English one for English."""
+        specs = [self.spec_for(language)]
+        second = self.second_english_spec()
+        if language != "zh" and second and second not in specs:
+            specs.append(second)
+        return specs
+
+    def second_english_spec(self) -> str:
+        """``second_english_model``, or "" when it is off or is the model English chunks already go to."""
+        second = self._config.second_english_model.strip()
+        return "" if not second or second == self.spec_for("en") else second
+
     def for_language(self, language: str) -> BaseEmbedding:
         return self.for_spec(self.spec_for(language))
 
+    def second_english(self) -> BaseEmbedding | None:
+        """The second English embedder, loaded on first use, or None when there is none."""
+        spec = self.second_english_spec()
+        return self.for_spec(spec) if spec else None
+
     def specs(self) -> list[str]:
-        return sorted({self.spec_for("en"), self.spec_for("zh")})
+        return sorted({*self.specs_for("en"), self.spec_for("zh")})
 
     def loaded(self) -> list[BaseEmbedding]:
         return list(self._loaded.values())

@@ -9,12 +9,13 @@ little of the question's (IDF-weighted) terms, the lexical match is weak, so the
 ``DENSE_SHIFT`` more weight for that query.
 
 Chosen on tuning splits by ``rag.lab.choose_defaults`` (``rag.lab.tune_fusion --adaptive-grid``):
-coverage below 0.5 shifts 0.1 of the weight to the dense side (0.4 -> 0.5 with the defaults).
+coverage below 0.5 shifts 0.1 of the weight to the dense side (0.4 -> 0.5 with the two-way weights of
+that choice), split between two dense lists in proportion to their weights.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 from rag.text.tokenizer import tokenize
 
@@ -43,27 +44,31 @@ def lexical_coverage(query: str, text: str, idf: Idf | None = None,
     return sum(weights.get(term, 0.0) for term in terms if term in held) / whole if whole > 0 else None
 
 
-def adapt_weights(weights: Mapping[str, float], coverage: float | None, *, vector_source: str,
+def adapt_weights(weights: Mapping[str, float], coverage: float | None, *, dense_sources: Sequence[str],
                   keyword_source: str, below: float = COVERAGE_BELOW, shift: float = DENSE_SHIFT,
                   ) -> tuple[dict[str, float], str]:
-    """``weights`` with ``shift`` moved from the keyword to the dense source when ``coverage < below``.
+    """``weights``, summed to 1, with ``shift`` moved from the keyword to the dense sources when ``coverage < below``.
 
-    Returns the weights and a note for the trace ("" when nothing changed). Weights never go below 0.
+    The shift is split among the dense sources in proportion to their weights (all equally if those
+    are 0). Returns the weights and a note for the trace ("" when nothing moved). Weights never go below 0.
 
     Args:
-        weights: Source name -> weight.
+        weights: Source name -> weight (any scale: min-max fusion ranks only by their ratios).
         coverage: ``lexical_coverage`` of the top keyword hit; None leaves the weights alone.
-        vector_source: The dense source's name.
+        dense_sources: The dense sources that returned hits for this query.
         keyword_source: The keyword source's name.
         below: Coverage under which the lexical evidence counts as weak. 0 disables.
-        shift: How much weight moves to the dense side.
+        shift: How much of the summed-to-1 weight moves to the dense side.
     """
-    adapted = dict(weights)
-    if coverage is None or below <= 0 or coverage >= below or vector_source not in adapted \
-            or keyword_source not in adapted:
+    total = sum(weights.values())
+    adapted = {name: weight / total for name, weight in weights.items()} if total > 0 else dict(weights)
+    dense = [name for name in dense_sources if name in adapted]
+    if coverage is None or below <= 0 or coverage >= below or not dense or keyword_source not in adapted:
         return adapted, ""
     moved = min(shift, adapted[keyword_source])
+    dense_total = sum(adapted[name] for name in dense)
     adapted[keyword_source] -= moved
-    adapted[vector_source] += moved
+    for name in dense:
+        adapted[name] += moved * (adapted[name] / dense_total if dense_total > 0 else 1 / len(dense))
     return adapted, (f"weak keyword evidence (the top keyword hit holds {coverage:.0%} of the question's "
-                     f"weighted terms, under {below:.0%}): {moved:g} of the weight moved to {vector_source}")
+                     f"weighted terms, under {below:.0%}): {moved:g} of the weight moved to {', '.join(dense)}")

@@ -3,7 +3,7 @@
 ``build_retrieval`` wires components around models it is given (the store with its embedders, an
 LLM for query transforms and reflection, a cross-encoder); it constructs no model itself. The order:
 
-    [rewrite / HyDE] → vector + BM25 → fusion → threshold → rerank → MMR → reflection → context fitting
+    [rewrite / HyDE] → vector (+ the second English vectors) + BM25 → fusion → threshold → rerank → MMR → reflection → context fitting
 
 Stages a config turns off are simply not in the list. ``RetrievalChain.run`` is what a llama-index
 ``RetrieverQueryEngine`` does before synthesis: retrieve, then each postprocessor in order.
@@ -69,11 +69,14 @@ def build_retrieval(config: RagConfig, store: Any, *, llm: Any = None, reranker:
     """
     settings = config.retrieval
     candidates = settings.candidate_k
-    retriever: BaseRetriever = FusionRetriever.from_config({
+    retrievers: dict[str, BaseRetriever] = {
         "vector": VectorRetriever(store.vectors, store.router, top_k=candidates,
                                   keyword_only=getattr(store, "keyword_only", None)),
-        "bm25": KeywordRetriever(store.keywords, top_k=candidates, phrase_weight=settings.phrase_weight),
-    }, settings)
+    }
+    if store.router.second_english_spec():
+        retrievers["vector_second"] = VectorRetriever(store.vectors, store.router, top_k=candidates, role="second")
+    retrievers["bm25"] = KeywordRetriever(store.keywords, top_k=candidates, phrase_weight=settings.phrase_weight)
+    retriever: BaseRetriever = FusionRetriever.from_config(retrievers, settings)
     if enhancer is None and llm is not None:
         enhancer = QueryEnhancer.from_config(llm, config.query)
     if config.query.rewrite or config.query.hyde:

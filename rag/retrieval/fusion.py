@@ -1,4 +1,4 @@
-"""``FusionRetriever``: run named sub-retrievers (vector, BM25) and fuse their lists into one.
+"""``FusionRetriever``: run named sub-retrievers (vector, the second English vectors, BM25) and fuse their lists.
 
 The fusion arithmetic is in ``rag.retrieval.fusion_scores``; this module decides which retrievers run
 for a query, degrades when one fails, computes each node's ``relevance`` and traces every step into the
@@ -56,6 +56,8 @@ class FusionRetriever(BaseRetriever):
     source (``"max"``; the top keyword hit gets 1.0). It depends only on the sub-retriever lists, so
     it means the same in ``rrf`` and ``weighted`` mode, unlike ``node.score``, which is the fusion
     score (RRF sums are ~0.03). ``SimilarityThresholdPostprocessor`` filters on it.
+    A source named in ``no_relevance`` adds nothing to it: the second English embedder (e5-small) gives
+    unrelated text a cosine of about 0.8, so its cosines would lift everything over any threshold.
     ``metadata["retrieval_ranks"]`` maps each source to the node's 1-based rank there.
     Returned nodes are copies; the sub-retrievers' nodes are not mutated.
 
@@ -74,9 +76,12 @@ class FusionRetriever(BaseRetriever):
         short_query_tokens: Queries with at most this many tokens go keyword-only; 0 disables.
             Defaults to 2.
         coverage_below: Weighted mode: when the top keyword hit holds less than this share of the
-            query's IDF-weighted terms, ``dense_shift`` of the weight moves to ``"vector"`` for that
-            query (``rag.retrieval.adaptive``). 0 (the default) disables; ``from_config`` turns it on.
+            query's IDF-weighted terms, ``dense_shift`` of the (summed-to-1) weight moves to the dense
+            sources that found something, in proportion to their weights (``rag.retrieval.adaptive``).
+            0 (the default) disables; ``from_config`` turns it on.
         dense_shift: See ``coverage_below``. Defaults to 0.1.
+        dense_sources: The dense sources' names. Defaults to ``("vector",)``.
+        no_relevance: Sources whose scores do not count towards ``relevance``. Defaults to none.
         idf: token -> IDF for the coverage (``KeywordIndex.idf``). Defaults to equal weights.
     """
 
@@ -86,6 +91,7 @@ class FusionRetriever(BaseRetriever):
                  relevance_normalization: Mapping[str, Normalizer] | None = None,
                  keyword_source: str | None = "bm25", short_query_tokens: int = 2,
                  coverage_below: float = 0.0, dense_shift: float = DENSE_SHIFT, idf: Idf | None = None,
+                 dense_sources: Sequence[str] = ("vector",), no_relevance: Sequence[str] = (),
                  table_row_boost: float = 0.0, callback_manager: CallbackManager | None = None,
                  verbose: bool = False) -> None:
         if not retrievers:
@@ -112,26 +118,33 @@ class FusionRetriever(BaseRetriever):
         self.keyword_source = keyword_source if keyword_source in retrievers else None
         self.short_query_tokens = short_query_tokens
         self.coverage_below, self.dense_shift, self.idf = coverage_below, dense_shift, idf
+        self.dense_sources = [name for name in dense_sources if name in self.retrievers]
+        self.no_relevance = frozenset(no_relevance)
         self.table_row_boost = table_row_boost
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
     def from_config(cls, retrievers: Mapping[str, BaseRetriever], config: RetrievalConfig, *,
-                    vector_source: str = "vector", keyword_source: str = "bm25",
-                    **kwargs: Any) -> FusionRetriever:
+                    vector_source: str = "vector", second_vector_source: str = "vector_second",
+                    keyword_source: str = "bm25", **kwargs: Any) -> FusionRetriever:
         """Build from ``RetrievalConfig`` (sources, mode, rrf_k, candidate_k, weights, short_query_tokens).
 
-        ``config.sources`` "vector" keeps only ``vector_source``, "keyword" only ``keyword_source``.
+        ``config.sources`` "vector" keeps only the dense sources (``vector_source`` and, when given,
+        ``second_vector_source``), "keyword" only ``keyword_source``.
         """
-        keep = {"vector": vector_source, "keyword": keyword_source}.get(config.sources)
-        if keep is not None and keep in retrievers:
-            retrievers = {keep: retrievers[keep]}
-        weights = {vector_source: config.vector_weight, keyword_source: config.keyword_weight}
+        dense = [name for name in (vector_source, second_vector_source) if name in retrievers]
+        keep = {"vector": dense, "keyword": [keyword_source]}.get(config.sources)
+        if keep is not None and any(name in retrievers for name in keep):
+            retrievers = {name: retrievers[name] for name in keep if name in retrievers}
+        weights = {vector_source: config.vector_weight, second_vector_source: config.second_vector_weight,
+                   keyword_source: config.keyword_weight}
         # query-adaptive weights are on for the weighted mode; the IDF comes from the keyword index
         keywords = getattr(retrievers.get(keyword_source), "keywords", None)
         kwargs.setdefault("coverage_below", COVERAGE_BELOW)
         kwargs.setdefault("idf", getattr(keywords, "idf", None))
         kwargs.setdefault("table_row_boost", config.table_row_boost)
+        kwargs.setdefault("dense_sources", dense)
+        kwargs.setdefault("no_relevance", (second_vector_source,))
         return cls(retrievers, mode=config.fusion, rrf_k=config.rrf_k, top_k=config.candidate_k,
                    weights={k: v for k, v in weights.items() if k in retrievers},
                    keyword_source=keyword_source, short_query_tokens=config.short_query_tokens, **kwargs)
@@ -195,13 +208,17 @@ class FusionRetriever(BaseRetriever):
     def _fuse(self, results: Mapping[str, list[NodeWithScore]], stage: StageTrace, top_k: int,
               query: str = "") -> list[NodeWithScore]:
         names = list(results)
-        source_weights = self.weights
+        source_weights = dict(self.weights)
         keyword_hits = results.get(self.keyword_source or "", [])
-        if self.mode == "weighted" and self.coverage_below > 0 and keyword_hits and "vector" in results:
+        dense = [name for name in self.dense_sources if results.get(name)]
+        if self.mode == "weighted" and self.coverage_below > 0 and keyword_hits and dense:
             coverage = lexical_coverage(query, _keyword_text(keyword_hits[0]), self.idf)
-            source_weights, note = adapt_weights(self.weights, coverage, vector_source="vector",
-                                                 keyword_source=self.keyword_source, below=self.coverage_below,
-                                                 shift=self.dense_shift)
+            # weighed among the lists that found something: an empty list (the second English vectors for
+            # a Chinese question) must not dilute the shift
+            found = {name: self.weights[name] for name in names if results[name]}
+            adapted, note = adapt_weights(found, coverage, dense_sources=dense, keyword_source=self.keyword_source,
+                                          below=self.coverage_below, shift=self.dense_shift)
+            source_weights.update(adapted)
             if note:
                 stage.note(note)
         weights = [source_weights[n] for n in names]
@@ -220,6 +237,10 @@ class FusionRetriever(BaseRetriever):
         relevance: dict[str, float] = {}
         ranks: dict[str, dict[str, int]] = {}
         for name, hits in results.items():
+            if name in self.no_relevance:
+                for rank, hit in enumerate(hits, start=1):
+                    ranks.setdefault(hit.node.node_id, {}).setdefault(name, rank)
+                continue
             # a vector hit merged from several spaces is scored on its space's scale; relevance is its cosine
             similarities = [h.node.metadata.get("cosine", h.score) for h in hits]
             normalized = normalize_scores(similarities, self.relevance_normalization[name])

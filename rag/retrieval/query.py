@@ -34,11 +34,14 @@ class SearchQuery(QueryBundle):
         expansion: 0 for a normal search; reflection's n-th widening asks for more candidates
             (``candidate_k * 2**n``), more passages (``top_k * (1 + n)``) and a larger context budget.
         trace: Where the stages of this request are recorded.
+        space_hits: Each embedding space's search for this query, kept so that two dense lists drawn
+            from one space (``VectorRetriever``'s roles) cost one search.
     """
 
     doc_ids: list[str] | None = None
     expansion: int = 0
     trace: QueryTrace = field(default_factory=QueryTrace)
+    space_hits: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def derive(self, query_str: str, *, expansion: int | None = None, trace: QueryTrace | None = None,
                custom_embedding_strs: list[str] | None = None) -> SearchQuery:

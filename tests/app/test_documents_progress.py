@@ -51,16 +51,21 @@ def test_library_shows_keyword_searchable_and_completed_documents(app_data: Path
                                                                            table["vectors"])}
         completed_chunks = int(table.loc[table["name"] == "report.pdf", "chunks"].item())
         hostile_chunks = int(table.loc[table["id"] == doc_id, "chunks"].item())
-        assert rows == {"report.pdf": ("completed", f"{completed_chunks}/{completed_chunks}"),
-                        hostile.SHOWN_NAME: ("keyword-searchable, embedding", f"0/{hostile_chunks}")}
+        # progress counts vectors: two per English chunk (both English models), one per Chinese chunk
+        from ui.resources import get_store
+
+        vectors = sum(1 if c.language == "zh" else 2 for c in get_store(base_config()).chunks(doc_id))
+        assert vectors > hostile_chunks and completed_chunks > 0
+        assert rows == {"report.pdf": ("completed", "all"),
+                        hostile.SHOWN_NAME: ("keyword-searchable, embedding", f"0/{vectors}")}
         assert any("1 ready, 1 keyword-searchable while embedding" in s.value for s in app.subheader)
         bars = [shown_text(bar.text) for bar in app.get("progress")]
-        assert any(text.startswith(f"{hostile.SHOWN_NAME} — embedding 0/{hostile_chunks} chunks") for text in bars)
+        assert any(text.startswith(f"{hostile.SHOWN_NAME} — embedding 0/{vectors} vectors") for text in bars)
         assert live(app) == []  # the hostile name is shown as text everywhere
 
         inspect = next(s for s in app.selectbox if s.label == "Inspect a document")
         inspect.set_value(doc_id).run()
-        assert any(f"Vectors are stored for 0 of {hostile_chunks} chunks" in info.value for info in app.info)
+        assert any(f"0 of its {vectors} vectors are stored ({hostile_chunks} chunks" in info.value for info in app.info)
         assert [e for e in app.expander if e.label.startswith("#0")]  # its chunks can be inspected already
     finally:
         question.__exit__(None, None, None)

@@ -240,9 +240,11 @@ def library_problems(data_dir: Path, expected: list[str]) -> list[str]:
         problems += [f"{r.file_name}: {len(store.chunks(r.doc_id))} chunks indexed, {r.chunks} recorded"
                      for r in records.values() if len(store.chunks(r.doc_id)) != r.chunks]
         stored = sum(r.chunks for r in records.values())
-        if store.vectors.count() != stored or len(store.keywords) != stored:
+        # a chunk has one vector per model that embeds its language: two per English chunk by default
+        vectors = sum(len(store.router.specs_for(c.language)) for r in records.values() for c in store.chunks(r.doc_id))
+        if store.vectors.count() != vectors or len(store.keywords) != stored:
             problems.append(f"{store.vectors.count()} vectors and {len(store.keywords)} keyword entries "
-                            f"for {stored} chunks")
+                            f"for {stored} chunks ({vectors} vectors expected)")
         return problems
     finally:
         store.close()

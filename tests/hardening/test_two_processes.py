@@ -92,7 +92,9 @@ def test_the_command_line_works_beside_an_ingesting_app(tmp_path: Path) -> None:
         code, out, _ = _finish(search)
         assert code == 0 and json.loads(out)["hits"][0]["doc_id"] == _doc_id(APP_DOCS[0].data)
         code, out, _ = _finish(found_early)  # the other process finds the document the app still embeds
-        assert code == 0 and json.loads(out)["hits"][0]["doc_id"] == held
+        # found, by BM25 alone: not necessarily first, since its keyword weight (0.5) only ties a document that
+        # tops both dense lists without a shared word (the hash "models" rank alike, the tie goes to the dense one)
+        assert code == 0 and held in [hit["doc_id"] for hit in json.loads(out)["hits"]]
         code, out, err = _finish(ingest)
         assert code == 0 and out.count("completed") == len(CLI_DOCS), err
         # then delete what the app is embedding: it works, and the app stores nothing more of it

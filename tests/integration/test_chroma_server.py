@@ -59,13 +59,17 @@ def test_ingest_and_delete_through_a_chroma_server(chroma_server: int, config: R
     assert result.ok, result.error
 
     remote = chromadb.HttpClient(host="127.0.0.1", port=chroma_server)
-    [collection] = [c for c in remote.list_collections()]
-    name = collection if isinstance(collection, str) else collection.name
-    assert remote.get_collection(name).count() == result.chunks
+    # one collection per English model (MiniLM's and the second model's), each with a vector per chunk
+    names = sorted(c if isinstance(c, str) else c.name for c in remote.list_collections())
+    assert len(names) == 2
+    assert [remote.get_collection(name).count() for name in names] == [result.chunks, result.chunks]
     assert not (Path(server_config.storage.data_dir) / "chroma").exists()  # nothing went to the local folder
 
     embedder = fake_router.for_language("en")
     hits = store.vectors.query(embedder.model_id, embedder.get_query_embedding("results"), k=3)
     assert hits and hits[0].metadata["doc_id"] == result.doc_id
+    second = fake_router.second_english()
+    hits = store.vectors.query(second.model_id, second.get_query_embedding("results"), k=3)
+    assert hits and hits[0].metadata["doc_id"] == result.doc_id
     store.delete(result.doc_id)
-    assert remote.get_collection(name).count() == 0
+    assert [remote.get_collection(name).count() for name in names] == [0, 0]

@@ -115,8 +115,14 @@ def test_cross_field_rules_are_kept() -> None:
         "chunking.parent_chunk_size": {"chunking.chunk_size": 300, "chunking.parent_chunk_size": 200},
         "rerank.candidates": {"rerank.top_n": 30, "rerank.candidates": 20},
         "rerank.model_path": {"rerank.enabled": True},
-        "retrieval.vector_weight": {"retrieval.vector_weight": 0, "retrieval.keyword_weight": 0},
+        "retrieval.vector_weight": {"retrieval.vector_weight": 0, "retrieval.second_vector_weight": 0,
+                                    "retrieval.keyword_weight": 0},
     }
     for field, overrides in cases.items():
         with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
             RagConfig().with_overrides(overrides)
+    with pytest.raises(ConfigError, match=r"vector_weight \+ second_vector_weight \+ keyword_weight must be > 0"):
+        RagConfig().with_overrides(cases["retrieval.vector_weight"])
+    # any one of the three weights above 0 is enough (the second English list alone, too)
+    alone = RagConfig().with_overrides({"retrieval.vector_weight": 0, "retrieval.keyword_weight": 0})
+    assert (alone.retrieval.second_vector_weight, alone.retrieval.vector_weight) == (0.25, 0.0)

@@ -40,7 +40,11 @@ def test_ablation_modes_run_only_the_stages_they_name(config: RagConfig) -> None
     assert default.rerank.enabled and default.mmr.enabled and default.retrieval.sources == "hybrid"
     assert mode_settings("vector", config)[0].retrieval.sources == "vector"
     assert mode_settings("vector+hyde", config)[1] is True
-    assert len(all_modes()) == 5 + 16
+    assert len(all_modes()) == 7 + 16
+    english, _ = mode_settings("vector-english-model", config)
+    second, _ = mode_settings("vector-second-model", config)
+    assert (english.retrieval.sources, english.retrieval.second_vector_weight) == ("vector", 0.0)
+    assert (second.retrieval.sources, second.retrieval.vector_weight) == ("vector", 0.0)
     with pytest.raises(ValueError, match="unknown mode"):
         mode_settings("bm25+magic", config)
 
@@ -64,7 +68,8 @@ def test_grid_runs_every_mode_over_one_store_and_tabulates(tiny, config: RagConf
     assert table.count("latency excludes query embedding") == 1  # a note shared by every row is said once
     assert "All rows: query embeddings batched" in table
     vector = engines.engine(mode_settings("vector", config)[0]).search(QUERIES["q2"])
-    assert [s.name for s in vector.trace.stages][:2] == ["vector", "fusion"]  # the vector row ran no BM25
+    # the vector row runs both dense lists (the English model's and the second one's) and no BM25
+    assert [s.name for s in vector.trace.stages][:3] == ["vector", "vector_second", "fusion"]
 
 
 def test_rerank_rows_say_when_no_cross_encoder_is_loaded(tiny, config: RagConfig) -> None:

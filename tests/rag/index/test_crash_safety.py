@@ -62,7 +62,9 @@ def test_a_second_store_leaves_a_running_ingest_alone(config: RagConfig, fake_ro
     for store in (first, second):
         record = store.document(result.doc_id)
         assert record.status == "completed" and record.chunks == result.chunks
-        assert store.vectors.count() == result.chunks and len(store.keywords) == result.chunks
+        assert len(store.keywords) == result.chunks
+        assert store.vectors.count("hash-minilm") == result.chunks
+        assert store.vectors.count("hash-e5-small") == result.chunks
         assert store.keywords.search("maximum daily dose of ibuprofen", k=3)[0].doc_id == result.doc_id
     second.close()
     first.close()
@@ -157,7 +159,7 @@ def test_a_failed_reindex_keeps_the_stored_original_and_its_index(store: Documen
     record = store.document(result.doc_id)
     assert record.status == "completed" and record.chunks == result.chunks
     assert store.keywords.search("maximum daily dose of ibuprofen", k=3)[0].doc_id == result.doc_id
-    assert store.vectors.count() == result.chunks
+    assert store.vectors.count("hash-minilm") == result.chunks and store.vectors.count("hash-e5-small") == result.chunks
 
 
 def test_an_orphan_folder_is_removed_when_the_library_opens(config: RagConfig, fake_router: EmbedderRouter,

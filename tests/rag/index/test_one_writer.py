@@ -114,13 +114,17 @@ def test_a_reader_in_this_process_sees_another_processes_writes_without_reopenin
     assert reader.document(doc_id).status == "completed"
     assert reader.keywords.search("maximum daily dose of ibuprofen", k=3)[0].doc_id == doc_id
     assert doc_id in _vector_hits(reader, fixtures.EN_FACT)
-    assert reader.vectors.count() == keep.chunks + reader.document(doc_id).chunks
+    # the English document's vectors, in both English models' spaces (the MiniLM one is new to the reader),
+    # beside the Chinese one's in e5-small's
+    english = reader.document(doc_id).chunks
+    assert reader.vectors.count("hash-minilm") == english
+    assert reader.vectors.count("hash-e5-small") == keep.chunks + english
 
     done = run_child(config, f"store.delete({doc_id!r})")
     assert done.returncode == 0, done.stderr
     assert reader.keywords.search("maximum daily dose of ibuprofen", k=3) == []
     assert doc_id not in _vector_hits(reader, fixtures.EN_FACT)
-    assert reader.vectors.count() == keep.chunks
+    assert reader.vectors.count("hash-minilm") == 0 and reader.vectors.count() == keep.chunks
     reader.close()
 
 
@@ -171,7 +175,7 @@ def test_two_stores_in_one_process_see_each_others_vectors(config: RagConfig, fa
     second = DocumentStore(config, fake_router)
     assert first.vectors.count() == 0 and second.vectors.count() == 0  # both have looked (and cached)
     result = Ingestor(second, config).ingest_path(fixtures.make_english_pdf(tmp_path))
-    assert first.vectors.count() == result.chunks
+    assert first.vectors.count("hash-minilm") == result.chunks and first.vectors.count("hash-e5-small") == result.chunks
     assert result.doc_id in _vector_hits(first, fixtures.EN_FACT)
     Ingestor(first, config).ingest_path(fixtures.make_chinese_pdf(tmp_path))
     assert len(second.vectors.model_ids()) == 2

@@ -3,6 +3,7 @@ every vector is stored; a delete or a re-index in between makes the next batch s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,9 +32,19 @@ def parsed_doc(store: DocumentStore, config: RagConfig, tmp_path: Path):
     return doc_id, parsed, chunk_document(parsed, doc_id, config.chunking)
 
 
-def _vectors(store: DocumentStore, chunks) -> tuple[str, np.ndarray]:
-    embedder = store.router.for_language("en")
+def _vectors(store: DocumentStore, chunks, spec: str | None = None) -> tuple[str, np.ndarray]:
+    """The vectors of ``chunks`` by the English model (or the model of ``spec``)."""
+    embedder = store.router.for_spec(spec) if spec else store.router.for_language("en")
     return embedder.model_id, np.asarray(embedder.get_text_embedding_batch([c.text for c in chunks]))
+
+
+@pytest.fixture
+def many_chunks(store: DocumentStore, config: RagConfig, parsed_doc):
+    """``parsed_doc`` cut small enough for several English chunks (so half of them is not none)."""
+    doc_id, parsed, _ = parsed_doc
+    chunks = chunk_document(parsed, doc_id, replace(config.chunking, chunk_size=60, chunk_overlap=0))
+    assert len(chunks) >= 4 and {c.language for c in chunks} == {"en"}
+    return doc_id, parsed, chunks
 
 
 def test_published_keywords_are_searchable_before_any_vector(store: DocumentStore, parsed_doc) -> None:
@@ -42,30 +53,44 @@ def test_published_keywords_are_searchable_before_any_vector(store: DocumentStor
 
     record = store.document(doc_id)
     assert record.status == "embedding" and record.chunks == len(chunks)
-    assert store.ledger.get(doc_id).embedded == 0 and store.ledger.get(doc_id).total == len(chunks)
+    # the ledger counts vectors: English chunks get one from the English model and one from the second
+    assert store.ledger.get(doc_id).embedded == 0 and store.ledger.get(doc_id).total == 2 * len(chunks)
     assert store.keywords.search(fixtures.EN_FACT, 3)[0].doc_id == doc_id
     assert store.vectors.count() == 0
     assert doc_id in store.searchable_ids() and doc_id not in store.completed_ids()
     [partial] = store.keyword_only()
-    assert (partial.doc_id, partial.embedded, partial.total) == (doc_id, 0, len(chunks))
+    assert (partial.doc_id, partial.embedded, partial.total) == (doc_id, 0, 2 * len(chunks))
+    assert partial.describe() == f"report.pdf (0/{2 * len(chunks)} vectors stored)"
     assert store.pages(doc_id)[0].number == 1  # highlights work while it embeds
 
 
-def test_batches_count_up_and_completed_needs_every_vector(store: DocumentStore, parsed_doc) -> None:
-    doc_id, parsed, chunks = parsed_doc
+def test_batches_count_up_and_completed_needs_every_vector(store: DocumentStore, many_chunks) -> None:
+    doc_id, parsed, chunks = many_chunks
     publish_keywords(store, doc_id, chunks, parsed.pages)
+    total = 2 * len(chunks)  # English chunks: the English model's vectors and the second model's
     model_id, vectors = _vectors(store, chunks)
+    second_id, second = _vectors(store, chunks, store.router.second_english_spec())
+    assert (model_id, second_id) == ("hash-minilm", "hash-e5-small")
     half = len(chunks) // 2
-    assert not add_vectors(store, doc_id, model_id, chunks[:half], vectors[:half], embedded=half)  # not claimed
+    assert not add_vectors(store, doc_id, model_id, chunks[:half], vectors[:half], embedded=half,
+                           total=total)  # not claimed
+    assert store.vectors.count() == 0
     assert claim_embedding(store, doc_id) == "ok" and store.busy(doc_id).operation == "embed"
-    assert add_vectors(store, doc_id, model_id, chunks[:half], vectors[:half], embedded=half)
-    assert store.ledger.get(doc_id).embedded == half and store.vectors.count() == half
-    assert missing_chunks(store, doc_id).missing == len(chunks) - half
+    assert add_vectors(store, doc_id, model_id, chunks[:half], vectors[:half], embedded=half, total=total)
+    assert (store.ledger.get(doc_id).embedded, store.ledger.get(doc_id).total) == (half, total)
+    assert store.vectors.count(model_id) == half and store.vectors.count(second_id) == 0
+    assert missing_chunks(store, doc_id).missing == total - half
 
-    assert not finish_embedding(store, doc_id)  # half the vectors are missing: not completed
+    assert add_vectors(store, doc_id, model_id, chunks[half:], vectors[half:], embedded=len(chunks), total=total)
+    left = missing_chunks(store, doc_id)
+    assert list(left.by_model) == [second_id] and left.missing == len(chunks) and left.total == total
+    # every chunk has its English vector, but not its second one: not completed, and the ledger says so
+    assert not finish_embedding(store, doc_id)
     assert store.document(doc_id).status == "embedding"
+    assert (store.ledger.get(doc_id).embedded, store.ledger.get(doc_id).total) == (len(chunks), total)
 
-    assert add_vectors(store, doc_id, model_id, chunks[half:], vectors[half:], embedded=len(chunks))
+    assert add_vectors(store, doc_id, second_id, chunks, second, embedded=total, total=total)
+    assert store.vectors.count(model_id) == len(chunks) and store.vectors.count(second_id) == len(chunks)
     assert finish_embedding(store, doc_id)
     assert store.document(doc_id).status == "completed" and store.ledger.get(doc_id) is None
     assert store.keyword_only() == [] and store.busy(doc_id) is None  # the claim is released
@@ -77,7 +102,7 @@ def test_a_batch_after_a_delete_stores_nothing(store: DocumentStore, parsed_doc)
     model_id, vectors = _vectors(store, chunks)
     assert claim_embedding(store, doc_id) == "ok"
     store.delete(doc_id)  # allowed while it embeds
-    assert not add_vectors(store, doc_id, model_id, chunks, vectors, embedded=len(chunks))
+    assert not add_vectors(store, doc_id, model_id, chunks, vectors, embedded=len(chunks), total=2 * len(chunks))
     assert store.vectors.count() == 0 and len(store.keywords) == 0
     assert store.ledger.get(doc_id) is None and not finish_embedding(store, doc_id)
 
@@ -88,12 +113,11 @@ def test_a_batch_of_chunks_a_re_index_replaced_stores_nothing(store: DocumentSto
     publish_keywords(store, doc_id, chunks, parsed.pages)
     model_id, vectors = _vectors(store, chunks)
     assert claim_embedding(store, doc_id) == "ok"
-    from dataclasses import replace
 
     smaller = chunk_document(parsed, doc_id, replace(config.chunking, chunk_size=60, chunk_overlap=0))
     publish_keywords(store, doc_id, smaller, parsed.pages)  # what a re-index does before embedding again
-    assert not add_vectors(store, doc_id, model_id, chunks[:2], vectors[:2], embedded=2)
-    assert store.vectors.count() == 0 and store.ledger.get(doc_id).total == len(smaller)
+    assert not add_vectors(store, doc_id, model_id, chunks[:2], vectors[:2], embedded=2, total=2 * len(chunks))
+    assert store.vectors.count() == 0 and store.ledger.get(doc_id).total == 2 * len(smaller)
 
 
 def test_old_libraries_keep_their_meaning(tmp_path: Path) -> None:
@@ -116,3 +140,27 @@ def test_old_libraries_keep_their_meaning(tmp_path: Path) -> None:
         assert store.keyword_only() == [] and store.searchable_ids() == {"cd"}
     finally:
         store.close()
+
+
+def test_the_ledger_counts_one_vector_per_chunk_and_model_of_its_language(config: RagConfig, parsed_doc,
+                                                                          store: DocumentStore) -> None:
+    from rag.index.searchable import vector_count, vector_groups
+    from rag.models.embedding_router import EmbedderRouter
+    from tests.fakes import HashEmbedding
+
+    doc_id, parsed, chunks = parsed_doc
+    chinese = [replace(chunks[0], chunk_id=f"{doc_id}:zh", text="布洛芬的每日最大剂量", language="zh")]
+    groups = vector_groups(store, [*chunks, *chinese])
+    assert {m: [c.chunk_id for c in g] for m, (_, g) in groups.items()} == {
+        "hash-minilm": [c.chunk_id for c in chunks], "hash-e5-small": [c.chunk_id for c in [*chunks, *chinese]]}
+    assert vector_count(store, [*chunks, *chinese]) == 2 * len(chunks) + 1
+
+    off = replace(config.embedding, second_english_model="")
+    router = EmbedderRouter(off, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}"))
+    single = DocumentStore(replace(config, embedding=off), router)
+    try:
+        assert vector_count(single, [*chunks, *chinese]) == len(chunks) + 1
+        publish_keywords(single, doc_id, chunks, parsed.pages)
+        assert single.ledger.get(doc_id).total == len(chunks)  # the second model off: one vector per chunk
+    finally:
+        single.close()

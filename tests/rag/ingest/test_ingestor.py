@@ -33,7 +33,13 @@ def test_pdf_is_parsed_chunked_embedded_and_stored(ingestor: Ingestor, store: Do
     chunks = store.chunks(result.doc_id)
     assert len(chunks) == result.chunks and [c.index for c in chunks] == list(range(len(chunks)))
     assert all(1 <= c.page_start <= c.page_end <= 3 for c in chunks)
-    assert store.vectors.count() == result.chunks and len(store.keywords) == result.chunks
+    # every English chunk has a vector in the English model's space and one in the second model's
+    ids = {c.chunk_id for c in chunks}
+    assert store.vectors.model_ids() == ["hash-e5-small", "hash-minilm"]
+    for model_id in ("hash-minilm", "hash-e5-small"):
+        assert store.vectors.count(model_id) == result.chunks
+        assert store.vectors.chunk_ids_by_doc(model_id) == {result.doc_id: ids}
+    assert store.vectors.count() == 2 * result.chunks and len(store.keywords) == result.chunks
     pages = store.pages(result.doc_id)
     assert [p.number for p in pages] == [1, 2, 3]
     word = pages[0].words[0]
@@ -46,8 +52,28 @@ def test_chinese_pdf_goes_to_the_chinese_embedder(ingestor: Ingestor, store: Doc
     result = ingestor.ingest_path(fixtures.make_chinese_pdf(tmp_path))
     assert result.ok, result.error
     assert result.language == "zh"
-    assert store.vectors.model_ids() == ["hash-e5-small"]
+    assert store.vectors.model_ids() == ["hash-e5-small"]  # not the English models: one vector per chunk
+    assert store.vectors.count("hash-e5-small") == result.chunks and store.vectors.count() == result.chunks
+    assert store.vectors.chunk_ids_by_doc("hash-e5-small") == {
+        result.doc_id: {c.chunk_id for c in store.chunks(result.doc_id)}}
     assert store.keywords.search("布洛芬", k=3)
+
+
+def test_without_a_second_model_english_chunks_get_one_vector(config: RagConfig, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from rag.models.embedding_router import EmbedderRouter
+    from tests.fakes import HashEmbedding
+
+    off = replace(config, embedding=replace(config.embedding, second_english_model=""))
+    store = DocumentStore(off, EmbedderRouter(off.embedding, lambda spec: HashEmbedding(
+        model_id=f"hash-{spec.split(':')[-1]}")))
+    try:
+        result = Ingestor(store, off).ingest_path(fixtures.make_english_pdf(tmp_path))
+        assert result.status == "completed", result.error
+        assert store.vectors.model_ids() == ["hash-minilm"] and store.vectors.count() == result.chunks
+    finally:
+        store.close()
 
 
 def test_duplicate_is_reported_not_stored_twice(ingestor: Ingestor, store: DocumentStore, tmp_path: Path) -> None:
@@ -58,7 +84,8 @@ def test_duplicate_is_reported_not_stored_twice(ingestor: Ingestor, store: Docum
     second = ingestor.ingest_path(renamed)
     assert second.status == "duplicate" and second.doc_id == first.doc_id
     assert "already stored" in second.error and "report.pdf" in second.error
-    assert len(store.documents()) == 1 and store.vectors.count() == first.chunks
+    assert len(store.documents()) == 1 and len(store.keywords) == first.chunks
+    assert store.vectors.count("hash-minilm") == first.chunks and store.vectors.count("hash-e5-small") == first.chunks
 
 
 @pytest.mark.parametrize(
@@ -117,7 +144,8 @@ def test_reindex_applies_the_current_chunking(store: DocumentStore, config: RagC
     smaller = config.with_overrides({"chunking.chunk_size": "40", "chunking.chunk_overlap": "5"})
     again = Ingestor(store, smaller).reindex(result.doc_id)
     assert again.ok and again.chunks > result.chunks
-    assert store.vectors.count() == again.chunks and len(store.keywords) == again.chunks
+    assert store.vectors.count("hash-minilm") == again.chunks and store.vectors.count("hash-e5-small") == again.chunks
+    assert store.vectors.count() == 2 * again.chunks and len(store.keywords) == again.chunks
 
 
 def test_cached_embeddings_make_reingest_free(store: DocumentStore, config: RagConfig, tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ def test_a_stage_without_counts_shows_no_rate_and_no_guess() -> None:
     assert view.text() == "chunk"
 
 
-def test_embedding_counts_chunks_and_a_resumed_document_starts_where_it_stopped() -> None:
+def test_embedding_counts_vectors_and_a_resumed_document_starts_where_it_stopped() -> None:
     clock = Clock()
     progress = IngestProgress("a.pdf", clock=clock)
     progress.searchable()
@@ -53,9 +53,9 @@ def test_embedding_counts_chunks_and_a_resumed_document_starts_where_it_stopped(
     clock.now += 10.0
     progress.advance(300)
     view = progress.view()
-    assert view.rate == pytest.approx(10.0)  # chunks embedded now, not the 200 found stored
+    assert view.rate == pytest.approx(10.0)  # vectors stored now, not the 200 found stored
     assert view.eta_s == pytest.approx(30.0) and view.fraction == pytest.approx(0.5)
-    assert "embedding 300/600 chunks · 10.0 chunks/s · about 30 s left" in view.text()
+    assert "embedding 300/600 vectors · 10.0 vectors/s · about 30 s left" in view.text()
     assert view.searchable_after_s == 0.0
 
 
@@ -104,7 +104,9 @@ def test_an_ingest_reports_every_page_and_every_chunk(store: DocumentStore, conf
     parse = [(v.done, v.total) for v in seen if v.stage == "tables" and v.total]
     assert parse[-1] == (3, 3) and [d for d, _ in parse] == sorted(d for d, _ in parse)
     embedding = [(v.done, v.total) for v in seen if v.stage == "embedding"]
-    assert embedding[0] == (0, result.chunks) and embedding[-1] == (result.chunks, result.chunks)
+    vectors = 2 * result.chunks  # an English chunk: the English model's vector and the second model's
+    assert embedding[0] == (0, vectors) and embedding[-1] == (vectors, vectors)
+    assert [d for d, _ in embedding] == sorted(d for d, _ in embedding)
     stages = [v.stage for v in seen]
     assert stages.index("keywords") < stages.index("embedding") < stages.index("done")
     assert seen[-1].searchable_after_s is not None
@@ -124,7 +126,7 @@ def test_the_cli_prints_each_stage_and_throttles_the_rest() -> None:
     progress.finish()
     lines = out.getvalue().splitlines()
     assert [line.split(": ", 1)[1].split(" ")[0] for line in lines] == ["parse", "embedding", "embedding", "done"]
-    assert "embedding 20/50 chunks" in lines[2] and "left" in lines[2]
+    assert "embedding 20/50 vectors" in lines[2] and "left" in lines[2]
 
 
 def test_seconds_are_readable() -> None:

@@ -114,4 +114,5 @@ def test_check_mode_reads_the_best_rows_then_each_familys_best_back_as_settings(
 
     # the two best, then the best of each family not among them (both, keyword: already in; dense added)
     assert tune_prf.read_settings(saved, 2) == [rows[3][0], gated, rows[0][0]]
-    assert gated.label() == "keyword m=1 t=10 w=0.5 when coverage<0.8; fusion v=0.40 depth=20"
+    # the two-list default the lab replays: vector 0.25 against keyword 0.5 (1/3 of the pair), 30 deep
+    assert gated.label() == "keyword m=1 t=10 w=0.5 when coverage<0.8; fusion v=0.33 depth=30"

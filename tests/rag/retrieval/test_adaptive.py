@@ -30,14 +30,28 @@ def test_coverage_weighs_rare_terms_more() -> None:
 def test_weights_move_to_the_dense_side_only_below_the_threshold() -> None:
     base = {"vector": 0.4, "bm25": 0.6}
 
-    shifted, note = adapt_weights(base, 0.2, vector_source="vector", keyword_source="bm25")
-    unchanged, none = adapt_weights(base, 0.8, vector_source="vector", keyword_source="bm25")
+    shifted, note = adapt_weights(base, 0.2, dense_sources=["vector"], keyword_source="bm25")
+    unchanged, none = adapt_weights(base, 0.8, dense_sources=["vector"], keyword_source="bm25")
 
     assert shifted == pytest.approx({"vector": 0.5, "bm25": 0.5}) and "20%" in note
-    assert unchanged == base and none == ""
-    assert adapt_weights({"vector": 0.95, "bm25": 0.05}, 0.0, vector_source="vector",
+    assert unchanged == pytest.approx(base) and none == ""
+    assert adapt_weights({"vector": 0.95, "bm25": 0.05}, 0.0, dense_sources=["vector"],
                          keyword_source="bm25")[0] == pytest.approx({"vector": 1.0, "bm25": 0.0})
-    assert adapt_weights(base, None, vector_source="vector", keyword_source="bm25")[0] == base
+    assert adapt_weights(base, None, dense_sources=["vector"], keyword_source="bm25")[0] == pytest.approx(base)
+
+
+def test_the_shift_is_shared_by_two_dense_lists_in_proportion_and_weights_sum_to_one() -> None:
+    three = {"bm25": 1.0, "vector": 0.25, "vector_second": 0.75}  # sums to 2: halved first
+
+    shifted, note = adapt_weights(three, 0.1, dense_sources=["vector", "vector_second"], keyword_source="bm25")
+    kept, _ = adapt_weights(three, 0.9, dense_sources=["vector", "vector_second"], keyword_source="bm25")
+
+    assert shifted == pytest.approx({"bm25": 0.4, "vector": 0.125 + 0.025, "vector_second": 0.375 + 0.075})
+    assert "vector, vector_second" in note
+    assert kept == pytest.approx({"bm25": 0.5, "vector": 0.125, "vector_second": 0.375})
+    # dense lists of weight 0 share the shift equally
+    even, _ = adapt_weights({"bm25": 1.0, "a": 0.0, "b": 0.0}, 0.1, dense_sources=["a", "b"], keyword_source="bm25")
+    assert even == pytest.approx({"bm25": 0.9, "a": 0.05, "b": 0.05})
 
 
 def _fusion(**kwargs) -> FusionRetriever:

@@ -8,6 +8,7 @@ import pytest
 
 from rag.config import RagConfig
 from rag.documents import Chunk
+from rag.index.searchable import vector_groups
 from rag.models.embedding_router import EmbedderRouter
 from rag.retrieval.query import QueryError
 from rag.index.store import DocumentStore
@@ -29,9 +30,9 @@ def _load(store: DocumentStore, passages: dict[str, list[str]] = PASSAGES) -> No
         chunks = [Chunk(chunk_id=f"{doc_id}:{i}", doc_id=doc_id, file_name=f"{doc_id}.pdf", text=t, index=i,
                         page_start=i + 1, page_end=i + 1, char_start=0, char_end=len(t), language=language)
                   for i, t in enumerate(texts)]
-        embedder = store.router.for_language(language)
-        vectors = embedder.get_text_embedding_batch([c.text for c in chunks])
-        store.write_chunks({embedder.model_id: (chunks, vectors)})
+        # as an ingest stores them: English chunks in both English models' spaces, Chinese ones in e5-small's
+        store.write_chunks({model_id: (group, embedder.get_text_embedding_batch([c.text for c in group]))
+                            for model_id, (embedder, group) in vector_groups(store, chunks).items()})
         from rag.documents import DocumentRecord
 
         store.registry.upsert(DocumentRecord(doc_id=doc_id, file_name=f"{doc_id}.pdf", sha256=doc_id,
@@ -48,9 +49,11 @@ def test_hybrid_retrieval_traces_every_stage(loaded: DocumentStore, config: RagC
     result = make_engine(loaded, config).search("maximum daily dose of ibuprofen")
     assert result.nodes[0].node.node_id == "med:1"
     names = [s.name for s in result.trace.stages]
-    assert names[:3] == ["vector", "bm25", "fusion"] and names[-1] == "final"
+    # an English question: the English model's list, the second English model's, BM25, then fusion
+    assert names[:4] == ["vector", "vector_second", "bm25", "fusion"] and names[-1] == "final"
     trace = result.trace.to_dict()
-    assert trace["stages"][1]["candidates"][0]["chunk_id"] == "med:1"
+    assert trace["stages"][2]["name"] == "bm25" and trace["stages"][2]["candidates"][0]["chunk_id"] == "med:1"
+    assert "med:1" in {c["chunk_id"] for c in trace["stages"][1]["candidates"]}
     assert all(0.0 <= n.node.metadata["relevance"] <= 1.0 for n in result.nodes)
 
 

@@ -32,11 +32,14 @@ def test_the_trace_names_keyword_only_documents_in_scope(store: DocumentStore, c
     assert partial.doc_id in {n.node.metadata["doc_id"] for n in result.nodes}
     assert partial.doc_id in {c.doc_id for c in result.trace.get("bm25").candidates}  # found by BM25
     [entry] = result.trace.details["keyword_only"]
-    assert entry == {"doc_id": partial.doc_id, "file_name": "report.pdf", "embedded": 0, "total": partial.chunks,
+    vectors = 2 * partial.chunks  # the total counts vectors: both English models' for each chunk
+    assert entry == {"doc_id": partial.doc_id, "file_name": "report.pdf", "embedded": 0, "total": vectors,
                      "error": ""}
     vector = result.trace.get("vector")
-    assert any("keyword-only for now" in note and "report.pdf (0/" in note for note in vector.notes)
+    assert any("keyword-only for now" in note and f"report.pdf (0/{vectors} vectors stored)" in note
+               for note in vector.notes)
     assert all(c.doc_id != partial.doc_id for c in vector.candidates)  # vector search has none of it yet
+    assert all(c.doc_id != partial.doc_id for c in result.trace.get("vector_second").candidates)
 
     scoped = engine.search(fixtures.EN_FACT, doc_ids=[done.doc_id])  # out of scope: not named
     assert "keyword_only" not in scoped.trace.details
@@ -45,6 +48,7 @@ def test_the_trace_names_keyword_only_documents_in_scope(store: DocumentStore, c
     after = engine.search(fixtures.EN_FACT)  # a new library version: not served from the cache
     assert "keyword_only" not in after.trace.details
     assert any(c.doc_id == partial.doc_id for c in after.trace.get("vector").candidates)
+    assert any(c.doc_id == partial.doc_id for c in after.trace.get("vector_second").candidates)
 
 
 def test_the_document_filter_accepts_a_keyword_only_document(store: DocumentStore, config: RagConfig,
