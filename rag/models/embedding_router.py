@@ -14,6 +14,7 @@ under two settings, or re-searched by reflection is embedded once.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Sequence
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -25,6 +26,8 @@ EmbedderFactory = Callable[[str], BaseEmbedding]
 
 
 QUERY_CACHE_SIZE = 1024
+# query vectors of two models are computed side by side; their libraries release the GIL while they compute
+_QUERY_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewise-query-vector")
 PRIME_BATCH = 256
 
 
@@ -51,6 +54,21 @@ class EmbedderRouter:
         if embedder is None:
             raise KeyError(f"no configured embedding model makes the vectors stored as {model_id}")
         return self.query_vectors.get_or_compute((model_id, text), lambda: embedder.get_query_embedding(text))
+
+    def query_vectors_at_once(self, model_ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Embed ``texts`` with every model of ``model_ids`` side by side (into the cache), not one after another.
+
+        An English question needs MiniLM's and e5-small's query vectors; one after the other they took
+        most of a search's time. Models no configured embedder makes are skipped (the search says why).
+        """
+        wanted = [(m, t) for m in model_ids for t in texts if (m, t) not in self.query_vectors
+                  and self.for_model_id(m) is not None]
+        if len(wanted) < 2:
+            return
+        futures = [_QUERY_POOL.submit(self.query_vector, m, t) for m, t in wanted[1:]]
+        self.query_vector(*wanted[0])
+        for future in futures:
+            future.result()
 
     def prime_queries(self, model_ids: Iterable[str], queries: Sequence[str]) -> None:
         """Embed many queries in batches ahead of time (evaluation runs thousands); the cache grows to fit."""

@@ -84,6 +84,7 @@ class VectorRetriever(BaseRetriever):
             report(query, fallback="the question is in Chinese, but no document holds Chinese text (nothing is "
                                    "stored in the Chinese embedding space), and the other spaces cannot read Chinese")
         second = self._second_model_id()
+        self._router.query_vectors_at_once(spaces, query.embedding_strs)
         per_space: list[list[VectorHit]] = []
         for model_id in spaces:
             hits = self._search(query, model_id, top_k)

@@ -32,6 +32,9 @@ class _Router:
     def query_vector(self, model_id: str, text: str) -> list[float]:
         return [1.0, 0.0]
 
+    def query_vectors_at_once(self, model_ids: Any, texts: Any) -> None:
+        pass
+
 
 class _Vectors:
     """Fixed hits per space, best first, as Chroma returns them."""
