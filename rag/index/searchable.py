@@ -119,17 +119,21 @@ def vector_count(store: DocumentStore, chunks: Sequence[Chunk]) -> int:
 
 
 def reopen_incomplete(store: DocumentStore) -> list[str]:
-    """Put completed documents that lack a vector of a configured model back to ``embedding``; their ids.
+    """Put completed documents that lack only the second English embedder's vectors back to ``embedding``.
 
-    A library embedded before a second English embedder was configured (or before the English model
-    changed) has documents with none of its vectors; back in ``embedding`` they stay searchable (by
+    A library embedded before a second English embedder was configured has documents with none of its
+    vectors; back in ``embedding`` they stay searchable (by
     keywords, and by the vectors they have) while the background embedder adds just the missing ones.
     Loads the configured embedders, so it belongs on a background thread.
     """
+    second = store.router.second_english()
+    if second is None:
+        return []
     reopened = []
     for doc_id in sorted(store.registry.ids_with_status("completed")):
         left = missing_chunks(store, doc_id)
-        if not left.missing:
+        # only the second English vectors: a changed English model means a re-index (the Documents page offers it)
+        if not left.missing or set(left.by_model) != {model_id_of(second)}:
             continue
         with store.writing(f"reopening {doc_id} for its missing vectors"):
             record = store.registry.get(doc_id)

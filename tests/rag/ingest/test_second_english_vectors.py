@@ -48,15 +48,22 @@ def test_a_completed_english_document_gets_its_second_vectors_when_that_embedder
         now.close()
 
 
-def test_reopening_leaves_a_complete_library_and_a_claimed_document_alone(store: DocumentStore, config: RagConfig,
-                                                                          tmp_path: Path) -> None:
-    result = Ingestor(store, config).ingest_path(fixtures.make_english_pdf(tmp_path))
-    assert result.status == "completed" and reopen_incomplete(store) == []
-
-    store.vectors.delete_document(result.doc_id)  # as if no vector were stored...
-    store.registry.claim(result.doc_id, current(), "reindex")  # ...while a re-index holds it
-    assert reopen_incomplete(store) == [] and store.document(result.doc_id).status == "completed"
-    store.registry.release(result.doc_id)
-    assert reopen_incomplete(store) == [result.doc_id] and store.document(result.doc_id).status == "embedding"
-    state = store.ledger.get(result.doc_id)
-    assert (state.embedded, state.total) == (0, 2 * result.chunks)  # two vectors per English chunk
+def test_reopening_adds_only_second_vectors_and_leaves_claimed_or_stale_documents_alone(
+        config: RagConfig, tmp_path: Path) -> None:
+    before = replace(config, embedding=replace(config.embedding, second_english_model="")).validate()
+    first = DocumentStore(before, _router(before))
+    result = Ingestor(first, before).ingest_path(fixtures.make_english_pdf(tmp_path))
+    other = Ingestor(first, before).ingest_path(fixtures.make_english_pdf(tmp_path, name="other.pdf", pages=2))
+    first.close()
+    store = DocumentStore(config, _router(config))
+    try:
+        store.vectors.delete_document(other.doc_id)  # no vector at all: a re-index's job, not this one's
+        store.registry.claim(result.doc_id, current(), "reindex")  # a re-index holds it
+        assert reopen_incomplete(store) == [] and store.document(result.doc_id).status == "completed"
+        store.registry.release(result.doc_id)
+        assert reopen_incomplete(store) == [result.doc_id] and store.document(result.doc_id).status == "embedding"
+        state = store.ledger.get(result.doc_id)
+        assert (state.embedded, state.total) == (result.chunks, 2 * result.chunks)  # MiniLM's are there
+        assert store.document(other.doc_id).status == "completed"
+    finally:
+        store.close()
