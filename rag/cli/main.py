@@ -13,9 +13,13 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag.cli.common import LAB_COMMANDS, add_global_options, command_of, configure, forward_to_lab
 from rag.config import RagConfig, setting_specs
+
+if TYPE_CHECKING:
+    from rag.index.store import DocumentStore
 
 BUSY = 3  # exit code: another process holds the library or the document; nothing was changed
 
@@ -133,6 +137,12 @@ def _cmd_ingest(args: argparse.Namespace, config: RagConfig) -> int:
     return BUSY if failed and all(r.busy for r in failed) else 1 if failed else 0
 
 
+def _vectors_needed(store: DocumentStore, doc_id: str) -> int:
+    """How many vectors a document's chunks need, counted from the configured models without loading them."""
+    specs = store.router.specs_for
+    return sum(len(specs(chunk.language)) for chunk in store.chunks(doc_id))
+
+
 def _cmd_docs(args: argparse.Namespace, config: RagConfig) -> int:
     from rag.index.searchable import keyword_only
 
@@ -146,7 +156,9 @@ def _cmd_docs(args: argparse.Namespace, config: RagConfig) -> int:
         rows = [{("id" if k == "doc_id" else k): getattr(r, k) for k in keys} for r in records]
         for row in rows:
             state = partial.get(row["id"])
-            row["embedded"] = state.embedded if state else (row["chunks"] if row["status"] == "completed" else 0)
+            # vectors, not chunks: an English chunk has one per English model (two by default)
+            row["vectors"] = state.total if state else _vectors_needed(store, row["id"])
+            row["embedded"] = state.embedded if state else (row["vectors"] if row["status"] == "completed" else 0)
             if state and state.error:
                 row["error"] = f"embedding stopped: {state.error}"
         print(json.dumps(rows, ensure_ascii=False, indent=2))

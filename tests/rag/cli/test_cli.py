@@ -33,8 +33,9 @@ def test_ingest_docs_search_delete(tmp_path: Path, capsys) -> None:
     assert main(["docs", "--json"]) == 0
     docs = json.loads(capsys.readouterr().out)
     assert {d["file_name"] for d in docs} == {r["file_name"] for r in ingested}
-    assert set(docs[0]) == {"id", "file_name", "status", "pages", "chunks", "embedded", "language", "error"}
-    assert all(d["embedded"] == d["chunks"] > 0 for d in docs)
+    assert set(docs[0]) == {"id", "file_name", "status", "pages", "chunks", "vectors", "embedded", "language", "error"}
+    # vectors, not chunks: every English chunk is embedded by both English models
+    assert all(d["embedded"] == d["vectors"] == 2 * d["chunks"] > 0 for d in docs)
 
     assert main(["search", fixtures.EN_FACT, "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
@@ -108,4 +109,4 @@ def test_embed_resumes_documents_left_keyword_only(tmp_path: Path, capsys) -> No
     assert "embedding" in captured.err and "done" in captured.err  # progress on stderr
     assert main(["docs", "--json"]) == 0
     [doc] = json.loads(capsys.readouterr().out)
-    assert doc["status"] == "completed" and doc["embedded"] == doc["chunks"]
+    assert doc["status"] == "completed" and doc["embedded"] == doc["vectors"] == vectors
