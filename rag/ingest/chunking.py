@@ -26,6 +26,7 @@ import numpy as np
 
 from rag.config import ChunkingConfig
 from rag.documents import Chunk, ParsedDocument, Section
+from rag.ingest.table_continuation import continued_contexts
 from rag.text.language import count_tokens, detect_language
 from rag.text.splitting import pack, recursive_split, sentences, trim
 from rag.text.table_text import lead_in_before
@@ -191,6 +192,7 @@ def _finish(doc: ParsedDocument, doc_id: str, drafts: list[_Draft]) -> list[Chun
     section_starts = [section.offset for section in sections]
     paths = heading_paths(sections)
     tables = doc.table_spans()
+    continued = continued_contexts(doc) if tables else {}
     chunks: list[Chunk] = []
     for draft in drafts:
         start, end = trim(text, draft.start, draft.end)
@@ -207,14 +209,17 @@ def _finish(doc: ParsedDocument, doc_id: str, drafts: list[_Draft]) -> list[Chun
             text=chunk_text, index=len(chunks), page_start=first_page, page_end=last_page,
             char_start=start, char_end=end, language=detect_language(chunk_text),
             heading_path=draft.heading_path, parent_id=draft.parent_id, parent_text=draft.parent_text,
-            kind=draft.kind, context=_context(doc, tables, start) if draft.kind == "table" else "",
+            kind=draft.kind, context=_context(doc, tables, start, continued) if draft.kind == "table" else "",
         ))
     return chunks
 
 
-def _context(doc: ParsedDocument, tables: Spans, start: int) -> str:
-    """A table chunk's search context: the document's title (else its file name's words) and the
+def _context(doc: ParsedDocument, tables: Spans, start: int, continued: dict[int, str]) -> str:
+    """A table chunk's search context: the document's title (else its file name's words), the caption and
+    header of the table it continues from the page before (``rag.ingest.table_continuation``), and the
     sentence above the table that introduces it (``rag.text.table_text.lead_in_before``)."""
     title = " ".join((doc.title or "").split())
     title = title or " ".join(re.split(r"[\W_]+", doc.file_name.rsplit(".", 1)[0])).strip()
-    return "\n".join(part for part in (title, lead_in_before(doc.full_text, tables, start)) if part)
+    table_start = next((begin for begin, end in tables if begin <= start < end), start)
+    parts = (title, continued.get(table_start, ""), lead_in_before(doc.full_text, tables, start))
+    return "\n".join(part for part in parts if part)

@@ -34,7 +34,7 @@ def boost_named_rows(fused: list[NodeWithScore], query: str, boost: float,
     """
     if boost <= 0 or not query:
         return fused
-    named = {item.node.node_id: named_row_label(query, item.node.get_content())
+    named = {item.node.node_id: named_row_label(query, item.node.get_content(), item.node.metadata.get("context", ""))
              for item in fused if item.node.metadata.get("kind") == "table"}
     longest = max((len(label) for label in named.values()), default=0)
     if not longest:

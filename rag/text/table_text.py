@@ -226,7 +226,7 @@ def row_label_key(cell: str) -> str:
     return _unspace_cjk(label.strip())
 
 
-def named_row_label(question: str, text: str) -> str:
+def named_row_label(question: str, text: str, context: str = "") -> str:
     """The longest row label of a Markdown table chunk that ``question`` names word for word ("" if none).
 
     A question about a cell names its row ("What was Freight revenue in …", "2019年营业收入是多少元"):
@@ -239,10 +239,12 @@ def named_row_label(question: str, text: str) -> str:
     Args:
         question: The user's question.
         text: The table chunk's Markdown.
+        context: The chunk's search context, which carries the title of a statement continued from the page
+            before (``rag.ingest.table_continuation``). Defaults to none.
     """
     caption, rows = split_markdown_table(text)
     asked = _unspace_cjk(" ".join(question.lower().split()))
-    if any(PARENT_RE.search(line) for line in caption) and not PARENT_RE.search(question):
+    if any(PARENT_RE.search(line) for line in [*caption, context]) and not PARENT_RE.search(question):
         return ""
     best = ""
     for row in rows[1:]:

@@ -1,0 +1,85 @@
+"""A table continued from the page before is searched by that table's caption and header.
+
+Statements in annual reports and filings run over several pages, and PyMuPDF finds one table per page:
+the part on the second page has no title of its own (only the running header, "河北建新化工股份有限公司2019
+年年度报告全文", sits above it) and no header row (its first row is a row of figures). Its rows were found by
+nothing that says which statement they belong to, so a question about the parent company's own income
+statement (母公司利润表) or about a row on the statement's second page reached them only by their row
+labels, which the other statements repeat. When a page's first table follows straight on from the previous
+page's last table (nothing but running headers, footers and page numbers between them, the same number of
+columns, and no title of its own), it inherits that table's caption and header row as search context —
+chained, so the third page of a statement still carries its title. What is stored, shown and cited stays the
+page's own table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from rag.documents import ParsedDocument, TableSpan
+from rag.text.table_text import split_markdown_table
+
+RUNNING_SHARE = 0.3  # a line printed on at least this share of a document's pages is a running header or footer
+MIN_RUNNING_PAGES = 3
+_DIGITS_RE = re.compile(r"\d+")
+_SPACE_RE = re.compile(r"\s+")
+
+
+def continued_contexts(doc: ParsedDocument) -> dict[int, str]:
+    """Search context inherited by each table that continues one from the page before, keyed by where the
+    table starts in ``doc.full_text``.
+
+    Args:
+        doc: The parsed document (its pages' text and table spans).
+    """
+    running = running_lines(doc)
+    inherited: dict[int, str] = {}
+    # the last table seen: page index, table, what it is searched by, whether it continues an earlier page's
+    previous: tuple[int, TableSpan, str, bool] | None = None
+    for index, (page, offset) in enumerate(zip(doc.pages, doc.page_offsets())):
+        for number, table in enumerate(page.tables):
+            caption, rows = split_markdown_table(page.text[table.start:table.end])
+            own = [line for line in caption if _key(line) not in running]
+            if table.part > 1 and previous is not None and previous[0] == index:
+                title, continues = previous[2], previous[3]  # a later part of the same table: as its first part
+            elif (number == 0 and previous is not None and previous[0] == index - 1 and not own and rows
+                    and _only_running(page.text[:table.start], running)
+                    and _only_running(_after(doc, previous[0], previous[1]), running)
+                    and len(rows[0]) == _columns(doc, previous[0], previous[1])):
+                title, continues = previous[2], True
+            else:
+                header = [" | ".join(cell for cell in rows[0] if cell)] if rows and any(rows[0]) else []
+                title, continues = "\n".join([*own, *header]), False
+            if continues:
+                inherited[offset + table.start] = title
+            previous = (index, table, title, continues)
+    return inherited
+
+
+def running_lines(doc: ParsedDocument) -> set[str]:
+    """Lines (digits aside, spaces ignored) printed on many pages: running headers, footers, page numbers."""
+    counts: Counter[str] = Counter()
+    for page in doc.pages:
+        counts.update({_key(line) for line in page.text.splitlines() if line.strip()})
+    floor = max(MIN_RUNNING_PAGES, RUNNING_SHARE * len(doc.pages))
+    return {line for line, count in counts.items() if count >= floor}
+
+
+def _key(line: str) -> str:
+    return _DIGITS_RE.sub("#", _SPACE_RE.sub("", line))
+
+
+def _only_running(text: str, running: set[str]) -> bool:
+    """Whether ``text`` holds nothing but running lines and page numbers."""
+    return all(_key(line) in running or not _DIGITS_RE.sub("", line).strip(" -–—/|页第共")
+               for line in text.splitlines() if line.strip())
+
+
+def _after(doc: ParsedDocument, page_index: int, table: TableSpan) -> str:
+    return doc.pages[page_index].text[table.end:]
+
+
+def _columns(doc: ParsedDocument, page_index: int, table: TableSpan) -> int:
+    _, rows = split_markdown_table(doc.pages[page_index].text[table.start:table.end])
+    return len(rows[0]) if rows else -1
