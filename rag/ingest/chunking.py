@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import math
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -209,17 +210,18 @@ def _finish(doc: ParsedDocument, doc_id: str, drafts: list[_Draft]) -> list[Chun
             text=chunk_text, index=len(chunks), page_start=first_page, page_end=last_page,
             char_start=start, char_end=end, language=detect_language(chunk_text),
             heading_path=draft.heading_path, parent_id=draft.parent_id, parent_text=draft.parent_text,
-            kind=draft.kind, context=_context(doc, tables, start, continued) if draft.kind == "table" else "",
+            kind=draft.kind, context=_context(doc, text, tables, start, continued) if draft.kind == "table" else "",
         ))
     return chunks
 
 
-def _context(doc: ParsedDocument, tables: Spans, start: int, continued: dict[int, str]) -> str:
+def _context(doc: ParsedDocument, text: str, tables: Spans, start: int, continued: dict[int, str]) -> str:
     """A table chunk's search context: the document's title (else its file name's words), the caption and
     header of the table it continues from the page before (``rag.ingest.table_continuation``), and the
     sentence above the table that introduces it (``rag.text.table_text.lead_in_before``)."""
     title = " ".join((doc.title or "").split())
     title = title or " ".join(re.split(r"[\W_]+", doc.file_name.rsplit(".", 1)[0])).strip()
-    table_start = next((begin for begin, end in tables if begin <= start < end), start)
-    parts = (title, continued.get(table_start, ""), lead_in_before(doc.full_text, tables, start))
+    inside = bisect.bisect_right(tables, (start, math.inf)) - 1  # the table span holding start, if any
+    table_start = tables[inside][0] if inside >= 0 and start < tables[inside][1] else start
+    parts = (title, continued.get(table_start, ""), lead_in_before(text, tables, start))
     return "\n".join(part for part in parts if part)

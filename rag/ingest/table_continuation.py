@@ -16,14 +16,25 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import NamedTuple
 
-from rag.documents import ParsedDocument, TableSpan
+from rag.documents import ParsedDocument
 from rag.text.table_text import split_markdown_table
 
 RUNNING_SHARE = 0.3  # a line printed on at least this share of a document's pages is a running header or footer
 MIN_RUNNING_PAGES = 3
 _DIGITS_RE = re.compile(r"\d+")
 _SPACE_RE = re.compile(r"\s+")
+
+
+class _Seen(NamedTuple):
+    """The last table seen, as the next page's first table needs it."""
+
+    page: int  # index into doc.pages
+    text_after: str  # the page's text below the table
+    columns: int
+    title: str  # what it is searched by: its caption and header, or those it inherited
+    continues: bool  # whether it continues a table from the page before
 
 
 def continued_contexts(doc: ParsedDocument) -> dict[int, str]:
@@ -35,25 +46,24 @@ def continued_contexts(doc: ParsedDocument) -> dict[int, str]:
     """
     running = running_lines(doc)
     inherited: dict[int, str] = {}
-    # the last table seen: page index, table, what it is searched by, whether it continues an earlier page's
-    previous: tuple[int, TableSpan, str, bool] | None = None
+    previous: _Seen | None = None
     for index, (page, offset) in enumerate(zip(doc.pages, doc.page_offsets())):
         for number, table in enumerate(page.tables):
             caption, rows = split_markdown_table(page.text[table.start:table.end])
             own = [line for line in caption if _key(line) not in running]
-            if table.part > 1 and previous is not None and previous[0] == index:
-                title, continues = previous[2], previous[3]  # a later part of the same table: as its first part
-            elif (number == 0 and previous is not None and previous[0] == index - 1 and not own and rows
+            columns = len(rows[0]) if rows else -1
+            if table.part > 1 and previous is not None and previous.page == index:
+                title, continues = previous.title, previous.continues  # a later part of the same table: as its first
+            elif (number == 0 and previous is not None and previous.page == index - 1 and not own and rows
                     and _only_running(page.text[:table.start], running)
-                    and _only_running(_after(doc, previous[0], previous[1]), running)
-                    and len(rows[0]) == _columns(doc, previous[0], previous[1])):
-                title, continues = previous[2], True
+                    and _only_running(previous.text_after, running) and columns == previous.columns):
+                title, continues = previous.title, True
             else:
                 header = [" | ".join(cell for cell in rows[0] if cell)] if rows and any(rows[0]) else []
                 title, continues = "\n".join([*own, *header]), False
             if continues:
                 inherited[offset + table.start] = title
-            previous = (index, table, title, continues)
+            previous = _Seen(index, page.text[table.end:], columns, title, continues)
     return inherited
 
 
@@ -74,12 +84,3 @@ def _only_running(text: str, running: set[str]) -> bool:
     """Whether ``text`` holds nothing but running lines and page numbers."""
     return all(_key(line) in running or not _DIGITS_RE.sub("", line).strip(" -–—/|页第共")
                for line in text.splitlines() if line.strip())
-
-
-def _after(doc: ParsedDocument, page_index: int, table: TableSpan) -> str:
-    return doc.pages[page_index].text[table.end:]
-
-
-def _columns(doc: ParsedDocument, page_index: int, table: TableSpan) -> int:
-    _, rows = split_markdown_table(doc.pages[page_index].text[table.start:table.end])
-    return len(rows[0]) if rows else -1

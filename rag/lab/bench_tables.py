@@ -10,7 +10,7 @@ row the value belongs to (flattened tables put every cell on a line of its own).
 figures in more than one table (the income statement and the MD&A), so "same fact at 3" counts a row
 with that label and value on any page of the right document. The same criteria serve both runs. Figures
 are printed per split: tuning (even question numbers) and test (odd).
-``--split holdout`` / ``holdout2`` / ``holdout3`` / ``holdout4`` read ``table_questions_<split>.json`` instead: questions
+``--split holdout`` / ``holdout2`` … ``holdout5`` read ``table_questions_<split>.json`` instead: questions
 written blind after both halves had been used (half of them phrased without the row's printed label), over
 more PDFs. Each was reported once before anything was chosen on it; ``holdout`` has since been a
 development set, and ``holdout3`` keeps off its pages and the tuning half's; ``holdout4``, written after all of
