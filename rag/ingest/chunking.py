@@ -30,7 +30,7 @@ from rag.documents import Chunk, ParsedDocument, Section
 from rag.ingest.table_continuation import continued_contexts
 from rag.text.language import count_tokens, detect_language
 from rag.text.splitting import pack, recursive_split, sentences, trim
-from rag.text.table_text import lead_in_before
+from rag.text.table_text import caption_below, has_labelled_caption, lead_in_before
 
 log = logging.getLogger(__name__)
 
@@ -218,10 +218,15 @@ def _finish(doc: ParsedDocument, doc_id: str, drafts: list[_Draft]) -> list[Chun
 def _context(doc: ParsedDocument, text: str, tables: Spans, start: int, continued: dict[int, str]) -> str:
     """A table chunk's search context: the document's title (else its file name's words), the caption and
     header of the table it continues from the page before (``rag.ingest.table_continuation``), and the
-    sentence above the table that introduces it (``rag.text.table_text.lead_in_before``)."""
+    sentence above the table that introduces it (``rag.text.table_text.lead_in_before``) and, for a table
+    whose own caption lines hold no "Table N", a caption paragraph right above or below it
+    (``caption_below``)."""
     title = " ".join((doc.title or "").split())
     title = title or " ".join(re.split(r"[\W_]+", doc.file_name.rsplit(".", 1)[0])).strip()
     inside = bisect.bisect_right(tables, (start, math.inf)) - 1  # the table span holding start, if any
-    table_start = tables[inside][0] if inside >= 0 and start < tables[inside][1] else start
-    parts = (title, continued.get(table_start, ""), lead_in_before(text, tables, start))
+    within = inside >= 0 and start < tables[inside][1]
+    table_start, table_end = tables[inside] if within else (start, start)
+    borrow = not has_labelled_caption(text, table_start)  # else captions nearby belong to other tables
+    parts = (title, continued.get(table_start, ""), lead_in_before(text, tables, start, captions=borrow),
+             caption_below(text, tables, table_end) if within and borrow else "")
     return "\n".join(part for part in parts if part)

@@ -37,6 +37,7 @@ class LineInfo:
     bold: bool
     block: int
     text: str = ""
+    upright: bool = True  # False for text set sideways (an arXiv stamp in the margin)
 
 
 def detect_headings(document: ParsedDocument, lines: list[LineInfo]) -> list[Section]:
@@ -140,7 +141,7 @@ def _merge_wrapped(lines: list[LineInfo]) -> list[tuple[LineInfo, str]]:
 def first_page_title(lines: list[LineInfo]) -> str:
     """The largest text on page 1 when it clearly stands out from the body (a paper's title)."""
     body = body_font_size(lines)
-    first = [line for line in lines if line.page == 1 and line.text.strip()]
+    first = [line for line in lines if line.page == 1 and line.text.strip() and line.upright]
     if body <= 0 or not first:
         return ""
     top = max(first, key=lambda line: line.size)

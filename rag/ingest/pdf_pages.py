@@ -196,7 +196,7 @@ def _emit_block(block: list[RawLine], number: int, block_index: int, emit, posit
             words.append(Word(text=text, box=raw.box, start=position(), end=position() + len(text)))
             emit(text)
         infos.append(LineInfo(page=number, start=line_start, end=position(), size=line.size, bold=line.bold,
-                              block=block_index))
+                              block=block_index, upright=line.y1 - line.y0 <= 2 * (line.x1 - line.x0)))
         if following:
             emit(line_join(line, following, right_edge))
 

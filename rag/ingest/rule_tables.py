@@ -52,10 +52,10 @@ def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[B
             continue
         inside = [word for word in words if _centre_in(word.box, bbox)]
         body = [word for word in inside if word.box[1] >= ys[1] - 1]  # below the rule under the header
-        columns = _columns(body, x0, x1)
-        if len(columns) < 2 or not _has_figure_column(body, columns):
+        columns = column_spans(body, x0, x1)
+        if len(columns) < 2 or not has_figure_column(body, columns):
             continue
-        rows = _rows(inside, ys[0], ys[-1])
+        rows = row_bands(inside, ys[0], ys[-1])
         if len(rows) < 2:
             continue
         tables.append((bbox, [[(left, top, right, bottom) for left, right in columns] for top, bottom in rows]))
@@ -107,10 +107,10 @@ def _plot_strokes(drawings: list[dict]) -> list[tuple[float, float]]:
     return points
 
 
-def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, float]]:
+def column_spans(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, float]]:
     """Column spans: runs of x covered by the words of rows with two or more cells, split at gaps."""
     covered: list[tuple[float, float]] = []
-    for line in _lines(body):
+    for line in text_lines(body):
         runs = _runs([(word.box[0], word.box[2]) for word in line])
         if len(runs) >= 2:
             covered += runs
@@ -132,7 +132,7 @@ def _runs(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return runs
 
 
-def _lines(words: list[RawWord]) -> list[list[RawWord]]:
+def text_lines(words: list[RawWord]) -> list[list[RawWord]]:
     """Words grouped into text lines by their vertical centre."""
     lines: list[list[RawWord]] = []
     for word in sorted(words, key=lambda word: (word.box[1] + word.box[3]) / 2):
@@ -144,14 +144,14 @@ def _lines(words: list[RawWord]) -> list[list[RawWord]]:
     return lines
 
 
-def _rows(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, float]]:
+def row_bands(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, float]]:
     """Each text line's band, from halfway to the line above to halfway to the line below."""
-    centres = [_centre_y(line[0]) for line in _lines(words)]
+    centres = [_centre_y(line[0]) for line in text_lines(words)]
     edges = [top] + [(upper + lower) / 2 for upper, lower in zip(centres, centres[1:])] + [bottom]
     return list(zip(edges, edges[1:]))
 
 
-def _has_figure_column(body: list[RawWord], columns: list[tuple[float, float]]) -> bool:
+def has_figure_column(body: list[RawWord], columns: list[tuple[float, float]]) -> bool:
     """Whether a column right of the labels holds mostly figures (results beside citations and names)."""
     for left, right in columns[1:]:
         texts = [word.text for word in body if left <= (word.box[0] + word.box[2]) / 2 < right]

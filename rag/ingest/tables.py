@@ -1,7 +1,8 @@
 """Tables found by PyMuPDF become Markdown blocks whose every cell word keeps its box.
 
 ``find_tables`` takes the page's text lines (``RawLine`` blocks), asks ``page.find_tables()`` where
-the tables are (and ``rag.ingest.rule_tables`` for tables drawn with horizontal rules only), moves
+the tables are (``rag.ingest.rule_tables`` for tables drawn with horizontal rules only,
+``rag.ingest.text_tables`` for tables of bare aligned text under or over a "Table N" caption), moves
 every word inside a table into its cell and the caption lines above it into the table, and returns
 the page as a list of items: text blocks (without the table's words, so the running text never
 repeats a cell) and ``TableBlock``s, each before the first text block below it. Column
@@ -24,8 +25,10 @@ import pymupdf
 
 from rag.ingest.pdf_layout import RawLine, RawWord
 from rag.ingest.rule_tables import rule_tables
+from rag.ingest.text_tables import caption_tables
 from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.text.language import CJK_RE, count_tokens
+from rag.text.table_text import CAPTION_LABEL_RE
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +39,6 @@ RUNNING_LINE_TOKENS = 12  # a line this long that breaks mid-sentence is running
 _SENTENCE_END_RE = re.compile(r"[.。!?！？]\s*$")
 _LOWER_START_RE = re.compile(r"[a-z]{2}")
 _CLAUSE_END_RE = re.compile(r"[.。!?！？:：;；]\s*$")
-_BELOW_CAPTION_RE = re.compile(r"^(table|tab\.)\s*\d|^表\s*[\d一二三四五六七八九十]", re.IGNORECASE)
 
 Piece = tuple[str, Union[RawWord, None]]  # text written into the page, and the word it is (None: markup)
 
@@ -89,7 +91,12 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
         grid = [[tuple(cell) if cell is not None else None for cell in row.cells] for row in table.rows]
         items = _cut_out(items, tuple(table.bbox), grid)
     words = (word for block in blocks for line in block for word in line.words)
-    for bbox, grid in rule_tables(drawings, words, taken=[tuple(table.bbox) for table in found]):
+    taken = [tuple(table.bbox) for table in found]
+    for bbox, grid in rule_tables(drawings, words, taken=taken):
+        items = _cut_out(items, bbox, grid)
+        taken.append(bbox)
+    lines = [line for block in blocks for line in block]
+    for bbox, grid in caption_tables(lines, pdf_page.rect.width, taken=taken):
         items = _cut_out(items, bbox, grid)
     return items
 
@@ -198,7 +205,7 @@ def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLin
     below = [entry for entry in lines if entry[2].y0 >= bbox[3] - 1 and entry[2].y0 - bbox[3] < 2 * entry[2].height]
     if below:
         first = min(below, key=lambda entry: entry[2].y0)
-        if _BELOW_CAPTION_RE.match(line_text(first[2])):
+        if CAPTION_LABEL_RE.match(line_text(first[2])):
             chosen.append(first)
     taken = {(i, j) for i, j, _ in chosen}
     kept: list[Item] = []
@@ -263,7 +270,7 @@ def _continues_paragraph(row: list[tuple[int, int, RawLine]], lines: list[tuple[
 
 def _is_sentence(text: str) -> bool:
     """A long line ending like a sentence: body text, not a title ("UBER TECHNOLOGIES, INC." is short)."""
-    return bool(_SENTENCE_END_RE.search(text)) and count_tokens(text) > 8 and not _BELOW_CAPTION_RE.match(text)
+    return bool(_SENTENCE_END_RE.search(text)) and count_tokens(text) > 8 and not CAPTION_LABEL_RE.match(text)
 
 
 def _distance(x: float, span: tuple[float, float] | None) -> float:
