@@ -253,6 +253,9 @@ _LABEL_SUFFIX_RE = re.compile(r"\s*(?:[(（][^()（）]{0,12}[)）]|[:：])\s*$"
 _LATIN_EDGE = r"[0-9a-z]"
 # a label this short names no particular row ("Total", "Other", "Basic", "合计", "其他"): Latin letters, Chinese characters
 MIN_LABEL_CHARS, MIN_CJK_LABEL_CHARS = 6, 3
+# ... unless it is a name: a capital letter after the first ("LoRA", "RAPT", "DiPS" name one method each)
+MIN_NAME_LABEL_CHARS = 3
+_NAME_RE = re.compile(r"^\S\S*?[A-Z]")
 # a row that is a date or period ("Balance as of March 31, 2022", "Three months ended …") says when, not what:
 # a question names the period of every figure it asks about
 _DATE_LABEL_RE = re.compile(r"\b(?:january|february|march|april|may|june|july|august|september|october|november"
@@ -281,7 +284,8 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
     A question about a cell names its row ("What was Freight revenue in …", "2019年营业收入是多少元"):
     a table that holds that label as a row is about the question even when other passages repeat more of
     its words. Only labels that are words count (no figures), of at least ``MIN_LABEL_CHARS`` characters
-    (``MIN_CJK_LABEL_CHARS`` in Chinese), Latin ones matched as whole words; rows that are dates or
+    (``MIN_CJK_LABEL_CHARS`` in Chinese, ``MIN_NAME_LABEL_CHARS`` for a name such as "LoRA"), Latin ones
+    matched as whole words; rows that are dates or
     periods never count, and a parent company's own statement (母公司, "parent company") counts only
     when the question asks for it.
 
@@ -300,7 +304,8 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
         if not row or is_figure(row[0]):
             continue
         label = row_label_key(row[0])
-        shortest = MIN_CJK_LABEL_CHARS if CJK_RE.search(label) else MIN_LABEL_CHARS
+        shortest = (MIN_CJK_LABEL_CHARS if CJK_RE.search(label)
+                    else MIN_NAME_LABEL_CHARS if _NAME_RE.match(row[0].strip()) else MIN_LABEL_CHARS)
         if len(label) <= len(best) or len(label) < shortest:
             continue
         if _DATE_LABEL_RE.search(label):

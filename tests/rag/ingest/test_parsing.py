@@ -3,6 +3,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pymupdf
 import pytest
 
 from rag.documents import ParsedDocument
@@ -66,6 +67,18 @@ def test_english_pdf_pages_text_and_title(english: ParsedDocument) -> None:
     assert english.pages[0].height == pytest.approx(842, abs=1)
     assert fixtures.EN_FACT in english.pages[1].text
     assert fixtures.EN_RESULT in english.pages[2].text
+
+
+def test_text_set_sideways_in_the_margin_is_never_the_title(tmp_path: Path) -> None:
+    """arXiv stamps its identifier up the left margin of page 1, larger than the paper's title."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((30, 600), "arXiv:2310.11511v1 [cs.CL] 17 Oct 2023", fontsize=20, rotate=90)
+    page.insert_text((100, 100), "Learning to Retrieve and Critique", fontsize=16)
+    page.insert_textbox(pymupdf.Rect(100, 140, 520, 700), "Body text of the paper goes on here. " * 40, fontsize=10)
+    doc.save(tmp_path / "stamped.pdf")
+    doc.close()
+    assert parse_file(tmp_path / "stamped.pdf").title == "Learning to Retrieve and Critique"
 
 
 def test_english_pdf_word_offsets_are_exact(english: ParsedDocument) -> None:

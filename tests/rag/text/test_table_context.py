@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rag.text.table_text import lead_in_before, named_row_label, row_label_key, table_lead_in
+from rag.text.table_text import (
+    caption_below,
+    has_labelled_caption,
+    lead_in_before,
+    named_row_label,
+    row_label_key,
+    table_lead_in,
+)
 
 REVENUE_INTRO = ("Note 2 – Revenue\n\nThe following tables present our revenues disaggregated by offering and "
                  "geographical region. Revenue by geographical region is based on where the\ntransaction occurred. "
@@ -49,6 +56,39 @@ def test_the_parts_of_a_split_table_share_the_lead_in_of_the_first_part() -> Non
     assert lead_in_before(text, spans, second) == lead_in_before(text, spans, first) != ""
     assert lead_in_before(text, spans, third) == ""  # prose in between: that table has its own (none)
 
+
+
+PAPER_GRID = "| Model | PopQA | Bio |\n| --- | --- | --- |\n| Ours 13B | 55.8 | 80.2 |"
+CAPTION = ("Table 2: Overall experiment results on six tasks. Bold numbers indicate the best performance among "
+           "non-proprietary models.")
+
+
+def test_a_papers_caption_paragraph_over_the_grid_is_the_lead_in() -> None:
+    lead = table_lead_in("Running text ends here.\n\n" + CAPTION.replace("among ", "among\n") + "\n\n")
+    assert lead == CAPTION  # whole, on one line, though it ends in a sentence
+    assert table_lead_in(CAPTION + "\n\n", captions=False) == ""
+    assert table_lead_in("表 3 各模型在三个数据集上的结果\n\n") == "表 3 各模型在三个数据集上的结果"
+
+
+def test_a_caption_paragraph_under_the_grid_is_found_past_the_later_parts_of_a_split_table() -> None:
+    text = PAPER_GRID + "\n\n" + PAPER_GRID + "\n\n" + CAPTION + "\n\nWe now turn to the analysis."
+    second = len(PAPER_GRID) + 2
+    spans = [(0, len(PAPER_GRID)), (second, second + len(PAPER_GRID))]
+    assert caption_below(text, spans, len(PAPER_GRID)) == CAPTION
+    assert caption_below(PAPER_GRID + "\n\nWe now turn to the analysis.", spans[:1], len(PAPER_GRID)) == ""
+
+
+def test_a_caption_set_over_the_next_table_is_not_the_previous_tables() -> None:
+    text = PAPER_GRID + "\n\n" + CAPTION + "\n\n" + PAPER_GRID
+    later = text.rindex(PAPER_GRID)
+    spans = [(0, len(PAPER_GRID)), (later, later + len(PAPER_GRID))]
+    assert caption_below(text, spans, len(PAPER_GRID)) == ""
+    assert lead_in_before(text, spans, later) == CAPTION
+
+
+def test_a_table_with_a_labelled_caption_of_its_own_borrows_none() -> None:
+    assert has_labelled_caption("Table 3: Dataset split sizes\n" + PAPER_GRID, 0)
+    assert not has_labelled_caption("Three Months Ended March 31,\n" + PAPER_GRID + "\nTable 4: later", 0)
 
 STATEMENT = "\n".join([
     "合并利润表", "| 项目 | 2019 年度 | 2018 年度 |", "| --- | --- | --- |",
