@@ -5,9 +5,11 @@ vertical lines and no rule between rows. Three or more rules of the same width, 
 ``MAX_RULE_GAP``, mark such a table; its rows are the text lines between the top and bottom rule, and
 its columns are the gaps in x that no word of a multi-cell row covers (a row of one run of words, such as
 "Baselines without retrieval", spans the table and is left out of that count). Only tables of figures
-are taken: some column right of the labels must hold mostly numbers, which keeps algorithm boxes and
-ruled text out, and none with curves or slanted strokes between its rules (a chart's frame and axis
-labels). The grid goes to the same cell placement as PyMuPDF's tables (``tables._cut_out``).
+are taken without a caption: some column right of the labels must hold mostly numbers, which keeps
+algorithm boxes and ruled text out, and none with curves or slanted strokes between its rules (a chart's frame and axis
+labels). A table of text (prompts, definitions) is taken only with a "Table N" caption right over or under
+its rules, since algorithm boxes are ruled the same way. The grid goes to the same cell placement as
+PyMuPDF's tables (``tables._cut_out``).
 """
 
 from __future__ import annotations
@@ -26,17 +28,23 @@ MAX_RULE_GAP = 260.0  # points between consecutive rules of one table
 MIN_COLUMN_GAP = 4.0  # points; wider than a space between two words of one cell
 MAX_PLOT_STROKES = 4  # curves or slanted lines inside the rules: a chart
 MIN_FIGURE_SHARE = 0.5  # of the words in a column of figures ("1 所" is half a figure)
+# a table of text counts with a "Table N" line this close under its bottom rule, or over its top rule (the
+# first line of a caption paragraph of up to six lines)
+CAPTION_BELOW, CAPTION_ABOVE = 25.0, 90.0
 _FIGURE_START_RE = re.compile(r"[-+−–(±~<>]?[$€£¥]?\d")
 _DASHES = {"-", "–", "—", "−", "±"}
 
 
-def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[Box]) -> list[tuple[Box, Grid]]:
-    """(bbox, grid) of each table of figures between horizontal rules, outside the boxes in ``taken``.
+def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[Box],
+                captions: list[Box] = ()) -> list[tuple[Box, Grid]]:
+    """(bbox, grid) of each table between horizontal rules, outside the boxes in ``taken``: a table of
+    figures, or any table with a "Table N" caption line right under its bottom rule or over its top rule.
 
     Args:
         drawings: The page's ``get_cdrawings()``.
         words: The page's words; read only when the page has a stack of rules.
         taken: Tables already found on the page.
+        captions: Boxes of the page's "Table N" caption lines. Defaults to none.
     """
     groups = _rule_groups(drawings)
     if not groups:
@@ -53,7 +61,7 @@ def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[B
         inside = [word for word in words if _centre_in(word.box, bbox)]
         body = [word for word in inside if word.box[1] >= ys[1] - 1]  # below the rule under the header
         columns = column_spans(body, x0, x1)
-        if len(columns) < 2 or not has_figure_column(body, columns):
+        if len(columns) < 2 or not (has_figure_column(body, columns) or _captioned(bbox, captions)):
             continue
         rows = row_bands(inside, ys[0], ys[-1])
         if len(rows) < 2:
@@ -94,6 +102,15 @@ def _rule_groups(drawings: list[dict]) -> list[tuple[float, float, list[float]]]
                 current.append(y)
         groups.append((x0, x1, current))
     return [group for group in groups if len(group[2]) >= 3]
+
+
+def _captioned(bbox: Box, captions: list[Box]) -> bool:
+    """Whether a caption line sits right under the rules or over them (its first line, a few lines up), and
+    none between them (rules around a figure and a table at once)."""
+    over = [box for box in captions if box[0] < bbox[2] and bbox[0] < box[2]]
+    if any(bbox[1] < box[1] < bbox[3] for box in over):
+        return False
+    return any(0 <= box[1] - bbox[3] <= CAPTION_BELOW or 0 <= bbox[1] - box[3] <= CAPTION_ABOVE for box in over)
 
 
 def _plot_strokes(drawings: list[dict]) -> list[tuple[float, float]]:

@@ -92,10 +92,11 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
         items = _cut_out(items, tuple(table.bbox), grid)
     words = (word for block in blocks for line in block for word in line.words)
     taken = [tuple(table.bbox) for table in found]
-    for bbox, grid in rule_tables(drawings, words, taken=taken):
+    lines = [line for block in blocks for line in block]
+    captions = [(line.x0, line.y0, line.x1, line.y1) for line in lines if CAPTION_LABEL_RE.match(line_text(line))]
+    for bbox, grid in rule_tables(drawings, words, taken=taken, captions=captions):
         items = _cut_out(items, bbox, grid)
         taken.append(bbox)
-    lines = [line for block in blocks for line in block]
     for bbox, grid in caption_tables(lines, pdf_page.rect.width, taken=taken):
         items = _cut_out(items, bbox, grid)
     return items

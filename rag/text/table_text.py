@@ -144,8 +144,10 @@ _NON_SPACE_RE = re.compile(r"\S")
 _INTRODUCES_RE = re.compile(r"\b(?:the\s+)?following\s+tables?\b|\btables?\s+below\b|\bas\s+follows\b|如下表|下表",
                             re.IGNORECASE)
 _COLON_END_RE = re.compile(r"[:：]\s*$")
-# a caption paragraph of a paper's table ("Table 2: Overall experiment results …", "表 3-1 …")
-CAPTION_LABEL_RE = re.compile(r"^(?:table|tab\.)\s*[\dIVX]+\b|^表\s*[\d一二三四五六七八九十]", re.IGNORECASE)
+# a caption paragraph of a paper's table ("Table 2: Overall experiment results …", "TABLE IV", "表 3-1 …"); a
+# sentence that starts by naming one ("Table 4 shows …") is running text
+CAPTION_LABEL_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.)\s*[\dIVX]+(?:\s*[:.：]|\s+[A-Z]|\s*$)"
+                              r"|^表\s*[\d一二三四五六七八九十]")
 _SENTENCE_RE = re.compile(r"[^.。!?！？;；]+(?:[.。!?！？;；](?!\d)|$)")
 MIN_LEAD_IN_TOKENS = 6  # a colon-ended form label ("其他说明：") is not a subject
 MAX_LEAD_IN_CHARS = 300

@@ -127,6 +127,15 @@ def test_the_longest_row_label_a_question_names_word_for_word(question: str, tab
     assert named_row_label(question, table) == label
 
 
+def test_a_short_label_counts_when_it_is_a_name() -> None:
+    methods = "\n".join(["| Method | SARI |", "| --- | --- |", "| Copy | 14.98 |", "| LoRA | 37.89 |",
+                         "| RAPT | 42.40 |", "| NC-RAPT (High) | 42.72 |"])
+    assert named_row_label("What SARI score does RAPT get?", methods) == "rapt"
+    assert named_row_label("How well does LoRA do on SARI?", methods) == "lora"
+    assert named_row_label("What does copy score?", methods) == ""  # a word, not a name: still too short
+    assert named_row_label("How did the rapture go?", methods) == ""
+
+
 def test_a_parent_company_statement_counts_only_when_the_question_asks_for_it() -> None:
     parent = STATEMENT.replace("合并利润表", "4、母公司利润表")
     assert named_row_label("2019年营业收入是多少元？", parent) == ""
