@@ -63,7 +63,7 @@ def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[B
         columns = column_spans(body, x0, x1)
         if len(columns) < 2 or not (has_figure_column(body, columns) or _captioned(bbox, captions)):
             continue
-        rows = row_bands(inside, ys[0], ys[-1])
+        rows = join_wrapped_rows(row_bands(inside, ys[0], ys[-1]), columns, inside)
         if len(rows) < 2:
             continue
         tables.append((bbox, [[(left, top, right, bottom) for left, right in columns] for top, bottom in rows]))
@@ -166,6 +166,46 @@ def row_bands(words: list[RawWord], top: float, bottom: float) -> list[tuple[flo
     centres = [_centre_y(line[0]) for line in text_lines(words)]
     edges = [top] + [(upper + lower) / 2 for upper, lower in zip(centres, centres[1:])] + [bottom]
     return list(zip(edges, edges[1:]))
+
+
+def join_wrapped_rows(rows: list[tuple[float, float]], columns: list[tuple[float, float]],
+                      words: list[RawWord]) -> list[tuple[float, float]]:
+    """Row bands with each line of wrapped text joined to the row it continues.
+
+    A line continues the row above when it leaves the label column empty, holds no figure, and each cell it
+    writes in is a cell the line above filled to near its right edge (text that ran out of room); a section
+    heading centred over the columns ("LMs with proprietary data") stays a row of its own.
+    """
+    def cells(band: tuple[float, float]) -> dict[int, list[RawWord]]:
+        found: dict[int, list[RawWord]] = {}
+        for word in words:
+            if band[0] <= _centre_y(word) < band[1]:
+                column = next((c for c, (left, right) in enumerate(columns)
+                               if left <= (word.box[0] + word.box[2]) / 2 < right), None)
+                if column is not None:
+                    found.setdefault(column, []).append(word)
+        return found
+
+    joined: list[tuple[float, float]] = []
+    above: dict[int, list[RawWord]] = {}
+    for band in rows:
+        line = cells(band)
+        continues = (joined and line and 0 not in line
+                     and not any(_is_figure(word.text) for cell in line.values() for word in cell)
+                     and all(c in above and max(word.box[2] for word in above[c]) >= _near_right(columns[c])
+                             for c in line))
+        if continues:
+            joined[-1] = (joined[-1][0], band[1])
+        else:
+            joined.append(band)
+            above = line
+    return joined
+
+
+def _near_right(column: tuple[float, float]) -> float:
+    """How far right a cell's text must reach to have run out of room (a fifth of the column, 20 points at most)."""
+    left, right = column
+    return right - min(0.2 * (right - left), 20.0)
 
 
 def has_figure_column(body: list[RawWord], columns: list[tuple[float, float]]) -> bool:

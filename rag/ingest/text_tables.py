@@ -15,7 +15,7 @@ same way (``rag.ingest.rule_tables``).
 from __future__ import annotations
 
 from rag.ingest.pdf_layout import RawLine, RawWord
-from rag.ingest.rule_tables import column_spans, has_figure_column, row_bands, text_lines
+from rag.ingest.rule_tables import column_spans, has_figure_column, join_wrapped_rows, row_bands, text_lines
 from rag.ingest.table_grid import Box, Grid
 from rag.text.table_text import CAPTION_LABEL_RE
 
@@ -88,7 +88,7 @@ def _table(region: list[list[RawWord]], taken: list[Box]) -> tuple[Box, Grid] | 
     columns = column_spans(body, bbox[0], bbox[2])
     if len(columns) < 2 or not has_figure_column(body, columns):
         return None
-    rows = row_bands(body, bbox[1], bbox[3])
+    rows = join_wrapped_rows(row_bands(body, bbox[1], bbox[3]), columns, body)
     return bbox, [[(left, top, right, bottom) for left, right in columns] for top, bottom in rows]
 
 

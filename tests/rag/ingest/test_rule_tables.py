@@ -78,3 +78,46 @@ def test_a_chart_between_rules_is_no_table(tmp_path: Path) -> None:
     doc.close()
     page = parse_file(tmp_path / "chart-with-curve.pdf").pages[0]
     assert page.tables == []
+
+
+def _ruled_text_table(path: Path, caption: str | None) -> Path:
+    """Two columns of text between three rules (a prompt table), one instruction wrapped over two lines."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    rows = [("Dataset", "Instruction"),
+            ("ARC-C", "Given four answer candidates, A, B, C and D, choose the best answer choice. Please answer"),
+            (None, "with the capitalized alphabet only."),
+            ("Bio", "Tell me a bio about the person.")]
+    y = 120.0
+    rules = [y - 12]
+    for number, row in enumerate(rows):
+        for x, text in zip((72.0, 160.0), row):
+            if text:
+                page.insert_text((x, y), text, fontname="tiro", fontsize=9)
+        if number == 0:
+            rules.append(y + 4)
+        y += 12
+    rules.append(y - 6)
+    right = 160.0 + pymupdf.get_text_length(rows[1][1], fontname="tiro", fontsize=9) + 2  # as wide as its text
+    for rule_y in rules:
+        page.draw_line((70, rule_y), (right, rule_y), width=0.5)
+    if caption:
+        page.insert_text((72, y + 8), caption, fontname="tiro", fontsize=9)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_ruled_table_of_text_counts_beside_its_caption_with_wrapped_cells_joined(tmp_path: Path) -> None:
+    page = parse_file(_ruled_text_table(tmp_path / "prompts.pdf", "Table 5: Instructions used.")).pages[0]
+    assert len(page.tables) == 1
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert ("| ARC-C | Given four answer candidates, A, B, C and D, choose the best answer choice. Please answer "
+            "with the capitalized alphabet only. |") in table
+    assert "| Bio | Tell me a bio about the person. |" in table
+
+
+def test_a_ruled_table_of_text_without_a_caption_stays_text(tmp_path: Path) -> None:
+    for caption in (None, "Table 5 shows the instructions we used."):  # a sentence naming a table is no caption
+        page = parse_file(_ruled_text_table(tmp_path / "prompts.pdf", caption)).pages[0]
+        assert page.tables == [] and "Tell me a bio" in page.text
