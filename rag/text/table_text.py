@@ -224,10 +224,11 @@ def table_lead_in(before: str, *, captions: bool = True) -> str:
     Filings print a table's subject in the paragraph above it, not in a caption: "The following tables
     present our revenues disaggregated by offering and geographical region … (in millions):" over a grid
     headed only "Three Months Ended March 31,". A paper's caption paragraph above the grid ("Table 2:
-    Overall experiment results …") counts whole, up to ``MAX_LEAD_IN_CHARS``. Otherwise the paragraph
-    counts when it names "the following table(s)" / "如下表" / "下表", or ends with a colon (and is not a short form label such as
-    "其他说明："); from it, the sentences from the one that names the table (else the last sentence) to
-    its end, at most ``MAX_LEAD_IN_CHARS`` characters. "" otherwise.
+    Overall experiment results …") counts whole, up to ``MAX_LEAD_IN_CHARS``. Otherwise the
+    paragraph counts when it names "the following table(s)" / "如下表" / "下表", or ends with a
+    colon (and is not a short form label such as "其他说明："); from it, the sentences
+    from the one that names the table (else the last sentence) to its end, at most
+    ``MAX_LEAD_IN_CHARS`` characters. "" otherwise.
 
     Args:
         before: The document text before the table (the paragraph above it last).
@@ -255,9 +256,10 @@ _LABEL_SUFFIX_RE = re.compile(r"\s*(?:[(（][^()（）]{0,12}[)）]|[:：])\s*$"
 _LATIN_EDGE = r"[0-9a-z]"
 # a label this short names no particular row ("Total", "Other", "Basic", "合计", "其他"): Latin letters, Chinese characters
 MIN_LABEL_CHARS, MIN_CJK_LABEL_CHARS = 6, 3
-# ... unless it is a name: a capital letter after the first ("LoRA", "RAPT", "DiPS" name one method each)
-MIN_NAME_LABEL_CHARS = 3
-_NAME_RE = re.compile(r"^\S\S*?[A-Z]")
+# ... unless it is a name: a capital letter after the first, or letters and digits together ("LoRA", "RAPT",
+# "P4", "ODB-2" name one method, participant or product each)
+MIN_NAME_LABEL_CHARS = 2
+_NAME_RE = re.compile(r"^\S+?[A-Z]|^(?=\S*[A-Za-z])\S*\d")
 # a row that is a date or period ("Balance as of March 31, 2022", "Three months ended …") says when, not what:
 # a question names the period of every figure it asks about
 _DATE_LABEL_RE = re.compile(r"\b(?:january|february|march|april|may|june|july|august|september|october|november"
@@ -286,8 +288,8 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
     A question about a cell names its row ("What was Freight revenue in …", "2019年营业收入是多少元"):
     a table that holds that label as a row is about the question even when other passages repeat more of
     its words. Only labels that are words count (no figures), of at least ``MIN_LABEL_CHARS`` characters
-    (``MIN_CJK_LABEL_CHARS`` in Chinese, ``MIN_NAME_LABEL_CHARS`` for a name such as "LoRA"), Latin ones
-    matched as whole words; rows that are dates or
+    (``MIN_CJK_LABEL_CHARS`` in Chinese, ``MIN_NAME_LABEL_CHARS`` for a name such as "LoRA" or "P4"),
+    Latin ones matched as whole words; rows that are dates or
     periods never count, and a parent company's own statement (母公司, "parent company") counts only
     when the question asks for it.
 

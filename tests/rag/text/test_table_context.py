@@ -134,6 +134,8 @@ def test_a_short_label_counts_when_it_is_a_name() -> None:
     assert named_row_label("How well does LoRA do on SARI?", methods) == "lora"
     assert named_row_label("What does copy score?", methods) == ""  # a word, not a name: still too short
     assert named_row_label("How did the rapture go?", methods) == ""
+    topics = "| ID | Topic |\n| --- | --- |\n| P4 | Faceted retrieval interfaces |\n| P6 | Neurosymbolic AI |"
+    assert named_row_label("What topic did participant P4 work on?", topics) == "p4"
 
 
 def test_a_parent_company_statement_counts_only_when_the_question_asks_for_it() -> None:
