@@ -4,18 +4,18 @@ Papers set their results tables between a top rule, one or more mid rules and a 
 vertical lines and no rule between rows. Three or more rules of the same width, stacked closer than
 ``MAX_RULE_GAP``, mark such a table; its rows are the text lines between the top and bottom rule, and
 its columns are the gaps in x that no word of a multi-cell row covers (a row of one run of words, such as
-"Baselines without retrieval", spans the table and is left out of that count). Only tables of figures
-are taken without a caption: some column right of the labels must hold mostly numbers, which keeps
-algorithm boxes and ruled text out, and none with curves or slanted strokes between its rules (a chart's frame and axis
-labels). A table of text (prompts, definitions) is taken only with a "Table N" caption right over or under
-its rules, since algorithm boxes are ruled the same way. The grid goes to the same cell placement as
-PyMuPDF's tables (``tables._cut_out``).
+"Baselines without retrieval", spans the table and is left out of that count). Without a caption only
+tables of figures are taken: some column right of the labels must hold mostly numbers, which keeps
+algorithm boxes and ruled text out. A table of text (prompts, definitions) is taken with a "Table N"
+caption right over or under its rules. None is taken with curves or slanted strokes between its rules (a
+chart's frame and axis labels). Lines of wrapped text join the row they continue, and the grid goes to
+the same cell placement as PyMuPDF's tables (``tables._cut_out``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import pymupdf
 
@@ -36,7 +36,7 @@ _DASHES = {"-", "–", "—", "−", "±"}
 
 
 def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[Box],
-                captions: list[Box] = ()) -> list[tuple[Box, Grid]]:
+                captions: Sequence[Box] = ()) -> list[tuple[Box, Grid]]:
     """(bbox, grid) of each table between horizontal rules, outside the boxes in ``taken``: a table of
     figures, or any table with a "Table N" caption line right under its bottom rule or over its top rule.
 
@@ -104,7 +104,7 @@ def _rule_groups(drawings: list[dict]) -> list[tuple[float, float, list[float]]]
     return [group for group in groups if len(group[2]) >= 3]
 
 
-def _captioned(bbox: Box, captions: list[Box]) -> bool:
+def _captioned(bbox: Box, captions: Sequence[Box]) -> bool:
     """Whether a caption line sits right under the rules or over them (its first line, a few lines up), and
     none between them (rules around a figure and a table at once)."""
     over = [box for box in captions if box[0] < bbox[2] and bbox[0] < box[2]]

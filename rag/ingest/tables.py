@@ -25,15 +25,7 @@ import pymupdf
 
 from rag.ingest.pdf_layout import RawLine, RawWord
 from rag.ingest.rule_tables import rule_tables
-from rag.ingest.table_grid import (
-    Box,
-    Cell,
-    Grid,
-    clean_rows,
-    continues_number,
-    place,
-    split_header,
-)
+from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.ingest.text_tables import caption_tables
 from rag.text.language import CJK_RE, count_tokens
 from rag.text.table_text import CAPTION_LABEL_RE
