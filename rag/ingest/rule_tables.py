@@ -125,12 +125,14 @@ def _plot_strokes(drawings: list[dict]) -> list[tuple[float, float]]:
 
 
 def column_spans(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, float]]:
-    """Column spans: runs of x covered by the words of rows with two or more cells, split at gaps."""
-    covered: list[tuple[float, float]] = []
-    for line in text_lines(body):
-        runs = _runs([(word.box[0], word.box[2]) for word in line])
-        if len(runs) >= 2:
-            covered += runs
+    """Column spans: runs of x covered by the words of rows with two or more cells, split at gaps.
+
+    Only rows with more than half as many cells as the fullest row count: a heading spanning several columns
+    ("Dataset: QQP 140K" over six metrics) would otherwise bridge their gaps and merge them.
+    """
+    lines = [_runs([(word.box[0], word.box[2]) for word in line]) for line in text_lines(body)]
+    fullest = max((len(runs) for runs in lines), default=0)
+    covered = [run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs]
     spans = _runs(covered)
     if len(spans) < 2:
         return []

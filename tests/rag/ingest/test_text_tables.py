@@ -79,3 +79,10 @@ def test_prose_that_starts_with_table_is_no_caption(tmp_path: Path) -> None:
     doc.close()
     parsed = parse_file(tmp_path / "prose.pdf").pages[0]
     assert parsed.tables == [] and "42.5" in parsed.text
+
+
+def test_a_heading_spanning_columns_does_not_merge_them(tmp_path: Path) -> None:
+    spanning = [ROWS[0], ("Setting", "Dataset: paraphrase corpora", None, None), *ROWS[1:]]  # wider than a column
+    page = parse_file(_page(tmp_path / "spanning.pdf", spanning)).pages[0]
+    assert len(page.tables) == 1
+    assert "| Fine Tuning | 38.02 | 34.49 | 33.66 |" in page.text[page.tables[0].start:page.tables[0].end]
