@@ -256,10 +256,8 @@ _LABEL_SUFFIX_RE = re.compile(r"\s*(?:[(（][^()（）]{0,12}[)）]|[:：])\s*$"
 _LATIN_EDGE = r"[0-9a-z]"
 # a label this short names no particular row ("Total", "Other", "Basic", "合计", "其他"): Latin letters, Chinese characters
 MIN_LABEL_CHARS, MIN_CJK_LABEL_CHARS = 6, 3
-# ... unless it is a name: a capital letter after the first, or letters and digits together ("LoRA", "RAPT",
-# "P4", "ODB-2" name one method, participant or product each)
-MIN_NAME_LABEL_CHARS = 2
-_NAME_RE = re.compile(r"^\S+?[A-Z]|^(?=\S*[A-Za-z])\S*\d")
+# an English question about a cell names its column too: a header word of three letters or more, or a number
+_HEADER_TERM_RE = re.compile(r"[a-z][a-z-]{2,}|\d{2,}")
 # a row that is a date or period ("Balance as of March 31, 2022", "Three months ended …") says when, not what:
 # a question names the period of every figure it asks about
 _DATE_LABEL_RE = re.compile(r"\b(?:january|february|march|april|may|june|july|august|september|october|november"
@@ -288,10 +286,11 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
     A question about a cell names its row ("What was Freight revenue in …", "2019年营业收入是多少元"):
     a table that holds that label as a row is about the question even when other passages repeat more of
     its words. Only labels that are words count (no figures), of at least ``MIN_LABEL_CHARS`` characters
-    (``MIN_CJK_LABEL_CHARS`` in Chinese, ``MIN_NAME_LABEL_CHARS`` for a name such as "LoRA" or "P4"),
-    Latin ones matched as whole words; rows that are dates or
+    (``MIN_CJK_LABEL_CHARS`` in Chinese), Latin ones matched as whole words; rows that are dates or
     periods never count, and a parent company's own statement (母公司, "parent company") counts only
-    when the question asks for it.
+    when the question asks for it. An English question must name a column as well (a word or number of
+    the header row: "2022", "SARI"): "How is novelty controlled in NC-RAPT?" names a method that is a row
+    of the paper's results tables, and asks about the method, not a cell.
 
     Args:
         question: The user's question.
@@ -303,13 +302,14 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
     asked = _unspace_cjk(" ".join(question.lower().split()))
     if any(PARENT_RE.search(line) for line in [*caption, context]) and not PARENT_RE.search(question):
         return ""
+    if rows and not CJK_RE.search(question) and not _names_a_column(asked, rows[0]):
+        return ""
     best = ""
     for row in rows[1:]:
         if not row or is_figure(row[0]):
             continue
         label = row_label_key(row[0])
-        shortest = (MIN_CJK_LABEL_CHARS if CJK_RE.search(label)
-                    else MIN_NAME_LABEL_CHARS if _NAME_RE.match(row[0].strip()) else MIN_LABEL_CHARS)
+        shortest = MIN_CJK_LABEL_CHARS if CJK_RE.search(label) else MIN_LABEL_CHARS
         if len(label) <= len(best) or len(label) < shortest:
             continue
         if _DATE_LABEL_RE.search(label):
@@ -317,6 +317,12 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
         if re.search(f"(?<!{_LATIN_EDGE}){re.escape(label)}(?:e?s)?(?!{_LATIN_EDGE})", asked):  # "revenues"
             best = label
     return best
+
+
+def _names_a_column(asked: str, header: list[str]) -> bool:
+    """Whether the (lower-cased) question holds a word or number of the header row's cells past the label's."""
+    terms = {term for cell in header[1:] for term in _HEADER_TERM_RE.findall(cell.lower())}
+    return any(re.search(f"(?<!{_LATIN_EDGE}){re.escape(term)}(?!{_LATIN_EDGE})", asked) for term in terms)
 
 
 def _unspace_cjk(text: str) -> str:
