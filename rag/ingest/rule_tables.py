@@ -128,7 +128,7 @@ def column_spans(body: list[RawWord], x0: float, x1: float) -> list[tuple[float,
     """Column spans: runs of x covered by the words of rows with two or more cells, split at gaps.
 
     Only rows with more than half as many cells as the fullest row count: a heading spanning several columns
-    ("Dataset: QQP 140K" over six metrics) would otherwise bridge their gaps and merge them.
+    ("Long-form generations (with citations)" over four metrics) would otherwise bridge their gaps and merge them.
     """
     lines = [_runs([(word.box[0], word.box[2]) for word in line]) for line in text_lines(body)]
     fullest = max((len(runs) for runs in lines), default=0)

@@ -1,8 +1,7 @@
 """Tables found by PyMuPDF become Markdown blocks whose every cell word keeps its box.
 
 ``find_tables`` takes the page's text lines (``RawLine`` blocks), asks ``page.find_tables()`` where
-the tables are (``rag.ingest.rule_tables`` for tables drawn with horizontal rules only,
-``rag.ingest.text_tables`` for tables of bare aligned text under or over a "Table N" caption), moves
+the tables are (and ``rag.ingest.rule_tables`` for tables drawn with horizontal rules only), moves
 every word inside a table into its cell and the caption lines above it into the table, and returns
 the page as a list of items: text blocks (without the table's words, so the running text never
 repeats a cell) and ``TableBlock``s, each before the first text block below it. Column
@@ -26,7 +25,6 @@ import pymupdf
 from rag.ingest.pdf_layout import RawLine, RawWord
 from rag.ingest.rule_tables import rule_tables
 from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
-from rag.ingest.text_tables import caption_tables
 from rag.text.language import CJK_RE, count_tokens
 from rag.text.table_text import CAPTION_LABEL_RE
 
@@ -95,9 +93,6 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
     lines = [line for block in blocks for line in block]
     captions = [(line.x0, line.y0, line.x1, line.y1) for line in lines if CAPTION_LABEL_RE.match(line_text(line))]
     for bbox, grid in rule_tables(drawings, words, taken=taken, captions=captions):
-        items = _cut_out(items, bbox, grid)
-        taken.append(bbox)
-    for bbox, grid in caption_tables(lines, pdf_page.rect.width, taken=taken):
         items = _cut_out(items, bbox, grid)
     return items
 

@@ -16,11 +16,10 @@ ROWS = [("Model", "PopQA", "TQA", "Bio"),
         ("Ours 13B", "55.8", "69.3", "80.2")]
 
 
-def _ruled_page(path: Path, rows: list[tuple[str | None, ...]], *, ruled: bool = True, caption: bool = True) -> Path:
+def _ruled_page(path: Path, rows: list[tuple[str | None, ...]], *, ruled: bool = True) -> Path:
     doc = pymupdf.open()
     page = doc.new_page()
-    if caption:
-        page.insert_text((72, 90), "Table 2: Results on three tasks.", fontname="tiro", fontsize=9)
+    page.insert_text((72, 90), "Table 2: Results on three tasks.", fontname="tiro", fontsize=9)
     y = 120.0
     rules = [y - 12]
     for number, row in enumerate(rows):
@@ -62,9 +61,8 @@ def test_rules_around_text_are_no_table(tmp_path: Path) -> None:
     assert "Update the model on the corpus" in page.text
 
 
-def test_figures_without_rules_or_caption_stay_text(tmp_path: Path) -> None:
-    # with a "Table N" caption they are a table (tests/rag/ingest/test_text_tables.py)
-    page = parse_file(_ruled_page(tmp_path / "plain.pdf", ROWS, ruled=False, caption=False)).pages[0]
+def test_figures_without_rules_stay_text(tmp_path: Path) -> None:
+    page = parse_file(_ruled_page(tmp_path / "plain.pdf", ROWS, ruled=False)).pages[0]
     assert page.tables == []
     assert "55.8" in page.text
 
@@ -121,3 +119,10 @@ def test_a_ruled_table_of_text_without_a_caption_stays_text(tmp_path: Path) -> N
     for caption in (None, "Table 5 shows the instructions we used."):  # a sentence naming a table is no caption
         page = parse_file(_ruled_text_table(tmp_path / "prompts.pdf", caption)).pages[0]
         assert page.tables == [] and "Tell me a bio" in page.text
+
+
+def test_a_heading_spanning_columns_does_not_merge_them(tmp_path: Path) -> None:
+    spanning = [ROWS[0], ("Setting", "Short-form and long-form tasks", None, None), *ROWS[1:]]  # over three columns
+    page = parse_file(_ruled_page(tmp_path / "spanning.pdf", spanning)).pages[0]
+    assert len(page.tables) == 1
+    assert "| Ours 13B | 55.8 | 69.3 | 80.2 |" in page.text[page.tables[0].start:page.tables[0].end]
