@@ -258,6 +258,7 @@ _LATIN_EDGE = r"[0-9a-z]"
 MIN_LABEL_CHARS, MIN_CJK_LABEL_CHARS = 6, 3
 # an English question about a cell names its column too: a header word of three letters or more, or a number
 _HEADER_TERM_RE = re.compile(r"[a-z][a-z-]{2,}|\d{2,}")
+_FUNCTION_WORDS = {"the", "and", "for", "with", "from", "per", "not", "are", "was", "its", "all", "any", "than"}
 # a row that is a date or period ("Balance as of March 31, 2022", "Three months ended …") says when, not what:
 # a question names the period of every figure it asks about
 _DATE_LABEL_RE = re.compile(r"\b(?:january|february|march|april|may|june|july|august|september|october|november"
@@ -320,9 +321,15 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
 
 
 def _names_a_column(asked: str, header: list[str]) -> bool:
-    """Whether the (lower-cased) question holds a word or number of the header row's cells past the label's."""
-    terms = {term for cell in header[1:] for term in _HEADER_TERM_RE.findall(cell.lower())}
-    return any(re.search(f"(?<!{_LATIN_EDGE}){re.escape(term)}(?!{_LATIN_EDGE})", asked) for term in terms)
+    """Whether the (lower-cased) question holds a word or number of the header row's cells past the label's,
+    words of five letters or more compared by their first five ("mature" names "Maturity")."""
+    terms = {_stem(term) for cell in header[1:] for term in _HEADER_TERM_RE.findall(cell.lower())
+             if term not in _FUNCTION_WORDS}
+    return any(_stem(word) in terms for word in _HEADER_TERM_RE.findall(asked))
+
+
+def _stem(word: str) -> str:
+    return word[:5]
 
 
 def _unspace_cjk(text: str) -> str:

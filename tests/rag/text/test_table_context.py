@@ -134,6 +134,8 @@ def test_an_english_question_names_a_column_too_or_it_asks_about_the_row_not_a_c
     assert named_row_label("How is novelty controlled in NC-RAPT?", methods) == ""  # the method, not a cell
     assert named_row_label("What was Freight revenue?", REVENUES) == ""  # no period named: any year's table
     assert named_row_label("NC-RAPT的SARI是多少？", methods) == "nc-rapt"  # Chinese questions keep the old rule
+    notes = "| | Maturity | Principal |\n| --- | --- | --- |\n| 2029 Senior Note | August 15, 2029 | 1,500 |"
+    assert named_row_label("When does the 2029 Senior Note mature?", notes) == "2029 senior note"  # "Maturity"
 
 
 def test_a_parent_company_statement_counts_only_when_the_question_asks_for_it() -> None:
