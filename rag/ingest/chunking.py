@@ -30,7 +30,7 @@ from rag.documents import Chunk, ParsedDocument, Section
 from rag.ingest.table_continuation import continued_contexts
 from rag.text.language import count_tokens, detect_language
 from rag.text.splitting import pack, recursive_split, sentences, trim
-from rag.text.table_text import caption_below, has_labelled_caption, lead_in_before
+from rag.text.table_captions import caption_below, has_labelled_caption, lead_in_before
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ def _finish(doc: ParsedDocument, doc_id: str, drafts: list[_Draft]) -> list[Chun
 def _context(doc: ParsedDocument, text: str, tables: Spans, start: int, continued: dict[int, str]) -> str:
     """A table chunk's search context: the document's title (else its file name's words), the caption and
     header of the table it continues from the page before (``rag.ingest.table_continuation``), and the
-    sentence above the table that introduces it (``rag.text.table_text.lead_in_before``) and, for a table
+    sentence above the table that introduces it (``rag.text.table_captions.lead_in_before``) and, for a table
     whose own caption lines hold no "Table N", a caption paragraph right above or below it
     (``caption_below``)."""
     title = " ".join((doc.title or "").split())

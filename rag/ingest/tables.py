@@ -26,7 +26,7 @@ from rag.ingest.pdf_layout import RawLine, RawWord
 from rag.ingest.rule_tables import rule_tables
 from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.text.language import CJK_RE, count_tokens
-from rag.text.table_text import CAPTION_LABEL_RE
+from rag.text.table_captions import CAPTION_LABEL_RE
 
 logger = logging.getLogger(__name__)
 

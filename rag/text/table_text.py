@@ -5,8 +5,8 @@ is a poor text to embed: every number splits into several word pieces ("39,608,3
 every "|" is one more, and the embedders read a fixed window (MiniLM 256 pieces), so the row labels
 near the bottom of a financial table never reach the vector at all. Questions ask about a row by its
 label and a column by its period, never by the figure they want, so the outline keeps the words and
-drops the figures (but not the header's years): the chunk's context (document title, section heading), the caption, the header
-cells, then each row's text cells, one row per line.
+drops the figures (but not the header's years): the chunk's context (document title, section heading),
+the caption, the header cells, then each row's text cells, one row per line.
 
 Filings head a quarter's columns "Three Months Ended March 31," over "2021 | 2022" while people ask
 about "the first quarter of 2022" or "Q1 2022", words no cell holds; ``period_names`` spells the
@@ -15,17 +15,17 @@ columns the way they are asked about (for the outline and for BM25).
 The outline is only ever embedded. BM25 indexes the Markdown itself (``rag.index.keywords``), and what
 is stored, cited and highlighted stays the Markdown block.
 
-Two more things a table is found by: the sentence above it that introduces it (``lead_in_before``:
-"The following tables present our revenues disaggregated by offering …", which the chunker adds to
-the chunk's search context), and the row a question names word for word (``named_row_label``, which
-``rag.retrieval.table_rows`` uses to rank the table higher).
+Two more things a table is found by: the paragraph above or below it that introduces or captions it
+(``rag.text.table_captions``, which the chunker adds to the chunk's search context), and the row a
+question names word for word (``named_row_label``, which ``rag.retrieval.table_rows`` uses to rank the
+table higher).
 """
 
 from __future__ import annotations
 
 import re
 
-from rag.text.language import CJK_RE, count_tokens
+from rag.text.language import CJK_RE
 
 _NUMERIC_CELL_RE = re.compile(r"[\s$€£¥￥()（）+\-–—−,.:%％\d*]*")
 _SEPARATOR_RE = re.compile(r"\|(\s*:?-{3,}:?\s*\|)+")
@@ -136,116 +136,6 @@ def table_period_words(text: str) -> str:
     caption, rows = split_markdown_table(text)
     return " | ".join(period_names(caption, rows[0] if rows else []))
 
-
-
-_PARAGRAPH_BREAK_RE = re.compile(r"\n\s*\n")
-_NON_SPACE_RE = re.compile(r"\S")
-# "The following table(s) …", "… as follows:", "如下表", "见下表": a sentence that introduces a table
-_INTRODUCES_RE = re.compile(r"\b(?:the\s+)?following\s+tables?\b|\btables?\s+below\b|\bas\s+follows\b|如下表|下表",
-                            re.IGNORECASE)
-_COLON_END_RE = re.compile(r"[:：]\s*$")
-# a caption paragraph of a paper's table ("Table 2: Overall experiment results …", "TABLE IV", "表 3-1 …"); a
-# sentence that starts by naming one ("Table 4 shows …") is running text
-CAPTION_LABEL_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.)\s*[\dIVX]+(?:\s*[:.：]|\s+[A-Z]|\s*$)"
-                              r"|^表\s*[\d一二三四五六七八九十]")
-_SENTENCE_RE = re.compile(r"[^.。!?！？;；]+(?:[.。!?！？;；](?!\d)|$)")
-MIN_LEAD_IN_TOKENS = 6  # a colon-ended form label ("其他说明：") is not a subject
-MAX_LEAD_IN_CHARS = 300
-_LOOK_BACK_CHARS = 2000
-
-
-def has_labelled_caption(text: str, start: int) -> bool:
-    """Whether the table block at ``start`` in ``text`` carries a "Table N" caption line of its own."""
-    for line in text[start:start + _LOOK_BACK_CHARS].split("\n"):
-        if line.startswith("|"):
-            return False
-        if CAPTION_LABEL_RE.match(line.strip()):
-            return True
-    return False
-
-
-def lead_in_before(text: str, spans: list[tuple[int, int]], start: int, *, captions: bool = True) -> str:
-    """``table_lead_in`` of the table at ``start`` in ``text`` (a document's full text).
-
-    The parts of a split table (and tables printed one after another) share the paragraph above the
-    first of them, so spans separated only by whitespace are walked back over first.
-
-    Args:
-        text: The document's full text.
-        spans: (start, end) of every table block in ``text``.
-        start: Where the table chunk starts.
-        captions: Whether a "Table N" caption paragraph counts (not for a table with a caption of its own:
-            the paragraph above it is then another table's).
-    """
-    first = start
-    for span_start, span_end in sorted(spans, reverse=True):
-        if span_start > first:
-            continue
-        if span_end <= first and _NON_SPACE_RE.search(text, span_end, first):
-            break  # text between: every earlier table is further away still
-        first = span_start
-    return table_lead_in(text[max(0, first - _LOOK_BACK_CHARS):first], captions=captions)
-
-
-def caption_below(text: str, spans: list[tuple[int, int]], end: int) -> str:
-    """The caption paragraph right below the table ending at ``end`` ("Table 3: …" under the grid, as
-    ACL papers set it), walking over the later parts of a split table first; "" when the next
-    paragraph is not a caption.
-
-    Args:
-        text: The document's full text.
-        spans: (start, end) of every table block in ``text``.
-        end: Where the table chunk ends.
-    """
-    last = end
-    for span_start, span_end in sorted(spans):
-        if span_end < last:
-            continue
-        if span_start >= last and _NON_SPACE_RE.search(text, last, span_start):
-            break  # text between: every later table is further away still
-        last = max(last, span_end)
-    first = _NON_SPACE_RE.search(text, last)
-    if first is None:
-        return ""
-    paragraph_break = _PARAGRAPH_BREAK_RE.search(text, first.start())
-    paragraph_end = paragraph_break.start() if paragraph_break else len(text)
-    paragraph = " ".join(text[first.start():paragraph_end].split())
-    if not CAPTION_LABEL_RE.match(paragraph):
-        return ""
-    following = _NON_SPACE_RE.search(text, paragraph_end)
-    if following is not None and any(span_start == following.start() for span_start, _ in spans):
-        return ""  # a caption set above the next table is that table's
-    return paragraph[:MAX_LEAD_IN_CHARS].strip()
-
-
-def table_lead_in(before: str, *, captions: bool = True) -> str:
-    """The sentence right above a table that introduces it ("The following tables present our revenues…").
-
-    Filings print a table's subject in the paragraph above it, not in a caption: "The following tables
-    present our revenues disaggregated by offering and geographical region … (in millions):" over a grid
-    headed only "Three Months Ended March 31,". A paper's caption paragraph above the grid ("Table 2:
-    Overall experiment results …") counts whole, up to ``MAX_LEAD_IN_CHARS``. Otherwise the
-    paragraph counts when it names "the following table(s)" / "如下表" / "下表", or ends with a
-    colon (and is not a short form label such as "其他说明："); from it, the sentences
-    from the one that names the table (else the last sentence) to its end, at most
-    ``MAX_LEAD_IN_CHARS`` characters. "" otherwise.
-
-    Args:
-        before: The document text before the table (the paragraph above it last).
-        captions: Whether a caption paragraph counts.
-    """
-    paragraphs = [p for p in _PARAGRAPH_BREAK_RE.split(before) if p.strip()]
-    if not paragraphs:
-        return ""
-    paragraph = " ".join(paragraphs[-1].split())
-    if CAPTION_LABEL_RE.match(paragraph):
-        return paragraph[:MAX_LEAD_IN_CHARS].strip() if captions else ""
-    introduces = _INTRODUCES_RE.search(paragraph)
-    if not introduces and not (_COLON_END_RE.search(paragraph) and count_tokens(paragraph) >= MIN_LEAD_IN_TOKENS):
-        return ""
-    sentences = [s.strip() for s in _SENTENCE_RE.findall(paragraph) if s.strip()]
-    first = next((i for i, s in enumerate(sentences) if _INTRODUCES_RE.search(s)), len(sentences) - 1)
-    return " ".join(sentences[first:])[:MAX_LEAD_IN_CHARS].strip()
 
 
 # a row label's numbering and connective ("一、", "（1）", "2.", "其中：", "加：", "Less:") and its trailing

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.text.table_text import (
-    caption_below,
-    has_labelled_caption,
-    lead_in_before,
-    named_row_label,
-    row_label_key,
-    table_lead_in,
-)
+from rag.text.table_captions import caption_below, has_labelled_caption, lead_in_before, table_lead_in
+from rag.text.table_text import named_row_label, row_label_key
 
 REVENUE_INTRO = ("Note 2 – Revenue\n\nThe following tables present our revenues disaggregated by offering and "
                  "geographical region. Revenue by geographical region is based on where the\ntransaction occurred. "
