@@ -60,10 +60,10 @@ def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[B
             continue
         inside = [word for word in words if _centre_in(word.box, bbox)]
         body = [word for word in inside if word.box[1] >= ys[1] - 1]  # below the rule under the header
-        columns = column_spans(body, x0, x1)
-        if len(columns) < 2 or not (has_figure_column(body, columns) or _captioned(bbox, captions)):
+        columns = _columns(body, x0, x1)
+        if len(columns) < 2 or not (_has_figure_column(body, columns) or _captioned(bbox, captions)):
             continue
-        rows = join_wrapped_rows(row_bands(inside, ys[0], ys[-1]), columns, inside)
+        rows = _join_wrapped_rows(_rows(inside, ys[0], ys[-1]), columns, inside)
         if len(rows) < 2:
             continue
         tables.append((bbox, [[(left, top, right, bottom) for left, right in columns] for top, bottom in rows]))
@@ -124,13 +124,13 @@ def _plot_strokes(drawings: list[dict]) -> list[tuple[float, float]]:
     return points
 
 
-def column_spans(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, float]]:
+def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, float]]:
     """Column spans: runs of x covered by the words of rows with two or more cells, split at gaps.
 
     Only rows with more than half as many cells as the fullest row count: a heading spanning several columns
     ("Long-form generations (with citations)" over four metrics) would otherwise bridge their gaps and merge them.
     """
-    lines = [_runs([(word.box[0], word.box[2]) for word in line]) for line in text_lines(body)]
+    lines = [_runs([(word.box[0], word.box[2]) for word in line]) for line in _lines(body)]
     fullest = max((len(runs) for runs in lines), default=0)
     covered = [run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs]
     spans = _runs(covered)
@@ -151,7 +151,7 @@ def _runs(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return runs
 
 
-def text_lines(words: list[RawWord]) -> list[list[RawWord]]:
+def _lines(words: list[RawWord]) -> list[list[RawWord]]:
     """Words grouped into text lines by their vertical centre."""
     lines: list[list[RawWord]] = []
     for word in sorted(words, key=lambda word: (word.box[1] + word.box[3]) / 2):
@@ -163,14 +163,14 @@ def text_lines(words: list[RawWord]) -> list[list[RawWord]]:
     return lines
 
 
-def row_bands(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, float]]:
+def _rows(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, float]]:
     """Each text line's band, from halfway to the line above to halfway to the line below."""
-    centres = [_centre_y(line[0]) for line in text_lines(words)]
+    centres = [_centre_y(line[0]) for line in _lines(words)]
     edges = [top] + [(upper + lower) / 2 for upper, lower in zip(centres, centres[1:])] + [bottom]
     return list(zip(edges, edges[1:]))
 
 
-def join_wrapped_rows(rows: list[tuple[float, float]], columns: list[tuple[float, float]],
+def _join_wrapped_rows(rows: list[tuple[float, float]], columns: list[tuple[float, float]],
                       words: list[RawWord]) -> list[tuple[float, float]]:
     """Row bands with each line of wrapped text joined to the row it continues.
 
@@ -210,7 +210,7 @@ def _near_right(column: tuple[float, float]) -> float:
     return right - min(0.2 * (right - left), 20.0)
 
 
-def has_figure_column(body: list[RawWord], columns: list[tuple[float, float]]) -> bool:
+def _has_figure_column(body: list[RawWord], columns: list[tuple[float, float]]) -> bool:
     """Whether a column right of the labels holds mostly figures (results beside citations and names)."""
     for left, right in columns[1:]:
         texts = [word.text for word in body if left <= (word.box[0] + word.box[2]) / 2 < right]
