@@ -1,0 +1,129 @@
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth held-out table set from Debian packages.
+
+The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
+documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
+estimates) and the Chinese LaTeX manuals and report templates of ``texlive-lang-chinese``. They are not
+copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian
+registry is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the listed PDFs, each
+checked against its SHA-256 so that every run reads the bytes the questions were written on.
+Lab only: the app never downloads anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+from rag.config import DEFAULT_HOME
+
+log = logging.getLogger(__name__)
+
+DEBIAN_DOCS_DIR = DEFAULT_HOME / "lab" / "debian-docs"
+
+
+class DebianDoc(NamedTuple):
+    name: str
+    package: str
+    version: str
+    path: str  # inside the package
+    sha256: str
+
+
+DOCS = (
+    DebianDoc("countreg.pdf", "r-cran-pscl", "1.5.5-1+b1", "usr/lib/R/site-library/pscl/doc/countreg.pdf",
+              "8ff9cb8331837ff2d21c4a840efbe4e5bdc10a1008edc0c39b8ba47d145cea04"),
+    DebianDoc("sandwich-CL.pdf", "r-cran-sandwich", "3.0-2-1", "usr/lib/R/site-library/sandwich/doc/sandwich-CL.pdf",
+              "f3a765482a629c8c9369020d13632ec5c37520df17e22266eb9e2928270e94bb"),
+    DebianDoc("lmer.pdf", "r-cran-lme4", "1.1-31-1", "usr/lib/R/site-library/lme4/doc/lmer.pdf",
+              "d13d6caf549b44c3543d01a7445c327ac472d266a8aee24f68a8d31d45d02ec9"),
+    DebianDoc("compete.pdf", "r-cran-survival", "3.5-3-1", "usr/lib/R/library/survival/doc/compete.pdf",
+              "1d83a2c90440051bef67554f06c942e418645a07e56d44e7cb1c42ba7c40ba88"),
+    DebianDoc("survival.pdf", "r-cran-survival", "3.5-3-1", "usr/lib/R/library/survival/doc/survival.pdf",
+              "d8e4cac102d76e25b9e0e224eb262e7db542c351e0f81b9c1c3f3fcf0a81436c"),
+    DebianDoc("adjcurve.pdf", "r-cran-survival", "3.5-3-1", "usr/lib/R/library/survival/doc/adjcurve.pdf",
+              "d1858bbdf1d573d09f52249e1dc9b688e1c052d3c0bd54853279c139309d761d"),
+    DebianDoc("strucplot.pdf", "r-cran-vcd", "1:1.4-11-1", "usr/lib/R/site-library/vcd/doc/strucplot.pdf",
+              "45dd7f7b8d6f3f5ca1816a585bb0e8410c4fe02c50876cd5174069b70a724b8c"),
+    DebianDoc("lshort-zh-cn.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/lshort-chinese/lshort-zh-cn.pdf",
+              "4f6b11c04054fcdbb23d6d3c8527b145d27c21abb9efa7e57f96be2b7def484c"),
+    DebianDoc("install-latex-guide-zh-cn.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/install-latex-guide-zh-cn/install-latex-guide-zh-cn.pdf",
+              "a841ed237fb074f65b1eb3c1e71dc6243deb133931f997ea8bf2c21e97b506a3"),
+    DebianDoc("latex-notes-zh-cn.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/generic/latex-notes-zh-cn/latex-notes-zh-cn.pdf",
+              "b8c93f6793f972a36321065e9fbec4dbda2073d725dd1cb6349855a5e7395cfb"),
+    DebianDoc("ctex-faq.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/ctex-faq/ctex-faq.pdf",
+              "99a72a3158ced551d516d926fa27c69606a1b02366aeaa79d376a8d60fae3fb2"),
+    DebianDoc("njurepo-example.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/njurepo/example.pdf",
+              "b326c9ee7b42040ae9c05000d1b0c9ea62dff7483ccc79b0785778ad6588702c"),
+    DebianDoc("texproposal.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/texproposal/texproposal.pdf",
+              "62c7104ce68de476b5db1b511aeaff46190495509acc1b73d00ffac1de0189a3"),
+)
+
+
+def missing(dest: Path = DEBIAN_DOCS_DIR) -> list[str]:
+    """Names of the listed PDFs not yet in ``dest`` with the pinned bytes."""
+    return [doc.name for doc in DOCS if not _verified(dest / doc.name, doc.sha256)]
+
+
+def fetch(dest: Path = DEBIAN_DOCS_DIR) -> list[str]:
+    """Download and unpack each package still needed; returns the names of the PDFs written."""
+    needed = [doc for doc in DOCS if not _verified(dest / doc.name, doc.sha256)]
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    with tempfile.TemporaryDirectory(prefix="citewise-debian-") as tmp:
+        for package, version in sorted({(doc.package, doc.version) for doc in needed}):
+            unpacked = _unpack(package, version, Path(tmp))
+            for doc in (d for d in needed if d.package == package):
+                source = unpacked / doc.path
+                if not _verified(source, doc.sha256):
+                    raise RuntimeError(f"{package} {version}: {doc.path} is missing or differs from the pinned SHA-256")
+                shutil.copyfile(source, dest / doc.name)
+                written.append(doc.name)
+    return written
+
+
+def _unpack(package: str, version: str, tmp: Path) -> Path:
+    download = tmp / package
+    download.mkdir()
+    # An exact version, so a newer upload cannot silently change the documents the questions were written on.
+    subprocess.run(["apt-get", "download", f"{package}={version}"], cwd=download, check=True,
+                   capture_output=True, text=True)
+    deb = next(download.glob("*.deb"))
+    target = tmp / f"{package}-files"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(target)], check=True, capture_output=True, text=True)
+    return target
+
+
+def _verified(path: Path, sha256: str) -> bool:
+    return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rag.lab.debian_docs", description=__doc__.split("\n")[0])
+    parser.add_argument("--dest", type=Path, default=DEBIAN_DOCS_DIR)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        written = fetch(args.dest)
+    except (subprocess.CalledProcessError, FileNotFoundError, RuntimeError) as error:
+        detail = getattr(error, "stderr", "") or str(error)
+        log.error("could not fetch the Debian documents: %s", detail.strip())
+        return 1
+    log.info("%d PDFs written, %d already there, in %s", len(written), len(DOCS) - len(written), args.dest)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
