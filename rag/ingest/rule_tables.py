@@ -176,7 +176,9 @@ def _join_wrapped_rows(rows: list[tuple[float, float]], columns: list[tuple[floa
 
     A line continues the row above when it leaves the label column empty, holds no figure, and each cell it
     writes in is a cell the line above filled to near its right edge (text that ran out of room); a section
-    heading centred over the columns ("LMs with proprietary data") stays a row of its own.
+    heading centred over the columns ("LMs with proprietary data") stays a row of its own. In a row of text
+    a label wraps too ("Unfamiliar" over "terminology"): a line whose label starts in lower case continues
+    a row of words when it writes only in columns that row's first line filled, and not in all of them.
     """
     def cells(band: tuple[float, float]) -> dict[int, list[RawWord]]:
         found: dict[int, list[RawWord]] = {}
@@ -192,16 +194,21 @@ def _join_wrapped_rows(rows: list[tuple[float, float]], columns: list[tuple[floa
     above: dict[int, list[RawWord]] = {}
     for band in rows:
         line = cells(band)
-        continues = (joined and line and 0 not in line
-                     and not any(_is_figure(word.text) for cell in line.values() for word in cell)
+        continues = (joined and line and 0 not in line and not _has_figure(line)
                      and all(c in above and max(word.box[2] for word in above[c]) >= _near_right(columns[c])
                              for c in line))
+        continues = continues or (joined and 0 in line and line[0][0].text[:1].islower()
+                                  and set(line) < set(above) and not _has_figure(line))
         if continues:
             joined[-1] = (joined[-1][0], band[1])
         else:
             joined.append(band)
             above = line
     return joined
+
+
+def _has_figure(line: dict[int, list[RawWord]]) -> bool:
+    return any(_is_figure(word.text) for cell in line.values() for word in cell)
 
 
 def _near_right(column: tuple[float, float]) -> float:

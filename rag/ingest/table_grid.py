@@ -32,6 +32,8 @@ _YEAR_RE = re.compile(r"(19|20)\d\d")
 _CUT_NUMBER_RE = re.compile(r"\d,\d{3},\d{0,2}$")  # a thousands group cut short: the number goes on
 _CUT_CODE_RE = re.compile(r"\d[-/]\d*$")  # "2019-0", "/12/2": a date or document number goes on
 MAX_HEADING_CHARS = 40  # a column heading is short; a longer cell is text wrapped over rows
+# Word spaces in the shared papers are 0.21-0.28 of the line height; their tightest gap between columns is 0.36.
+WORD_SPACE_HEIGHTS = 0.33
 
 
 def place(word: RawWord, bbox: Box, grid: Grid, cells: list[list[Cell]]) -> bool:
@@ -54,8 +56,12 @@ def place(word: RawWord, bbox: Box, grid: Grid, cells: list[list[Cell]]) -> bool
     return True
 
 
-def clean_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
-    """Logical rows of non-empty columns, currency signs joined to their numbers; empty rows dropped."""
+def clean_rows(grid: Grid, cells: list[list[Cell]], *, drawn_columns: bool = True) -> list[list[Cell]]:
+    """Logical rows of non-empty columns, currency signs joined to their numbers; empty rows dropped.
+
+    Columns found from gaps in the text (``drawn_columns`` False: booktabs tables rule only across) can
+    cut a phrase that spans them; a drawn column edge is the writer's own.
+    """
     width = max((len(row) for row in cells), default=0)
     rows = [[list(cell) for cell in row] + [[] for _ in range(width - len(row))] for row in _group_rows(grid, cells)]
     rows = [row for row in rows if any(row)]
@@ -72,6 +78,8 @@ def clean_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
                 row[c] = []
     columns = [c for c in range(width) if any(row[c] for row in rows)]
     rows = [[row[c] for c in columns] for row in rows]
+    if not drawn_columns:
+        rows = [_join_phrases(row) for row in rows]
     return _merge_complementary_columns(rows)
 
 
@@ -147,6 +155,32 @@ def _group_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
         else:
             rows.extend([list(cell) for cell in cells[index]] for index in group)
     return rows
+
+
+def _join_phrases(row: list[Cell]) -> list[Cell]:
+    """A line of text cut by a column edge is one cell: a group heading centred over the columns ("Trainable
+    rewriter" above its rows) or a label running into the next column gets split at the edge, but the gap
+    between its halves is a word space, narrower than any gap between columns."""
+    row = [list(cell) for cell in row]
+    c = 0
+    while c < len(row):
+        following = _next_filled(row, c, +1) if row[c] else None
+        if following is not None and _one_phrase(row[c], row[following]):
+            row[c] = row[c] + row[following]
+            row[following] = []
+        else:
+            c += 1
+    return row
+
+
+def _one_phrase(left: Cell, right: Cell) -> bool:
+    if is_figure(_text(left)) or is_figure(_text(right)):
+        return False
+    last = max(left, key=lambda word: word.box[2])
+    first = min(right, key=lambda word: word.box[0])
+    height = min(last.box[3] - last.box[1], first.box[3] - first.box[1])
+    same_line = min(last.box[3], first.box[3]) - max(last.box[1], first.box[1]) > height / 2
+    return same_line and 0 <= first.box[0] - last.box[2] < WORD_SPACE_HEIGHTS * height
 
 
 def _merge_complementary_columns(rows: list[list[Cell]]) -> list[list[Cell]]:

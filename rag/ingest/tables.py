@@ -87,13 +87,13 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
         found = pdf_page.find_tables().tables
     for table in found:
         grid = [[tuple(cell) if cell is not None else None for cell in row.cells] for row in table.rows]
-        items = _cut_out(items, tuple(table.bbox), grid)
+        items = _cut_out(items, tuple(table.bbox), grid, drawn_columns=True)
     words = (word for block in blocks for line in block for word in line.words)
     taken = [tuple(table.bbox) for table in found]
     lines = [line for block in blocks for line in block]
     captions = [(line.x0, line.y0, line.x1, line.y1) for line in lines if CAPTION_LABEL_RE.match(line_text(line))]
     for bbox, grid in rule_tables(drawings, words, taken=taken, captions=captions):
-        items = _cut_out(items, bbox, grid)
+        items = _cut_out(items, bbox, grid, drawn_columns=False)
     return items
 
 
@@ -125,7 +125,7 @@ def has_ruling(drawings: list[dict]) -> bool:
     return (len(across) >= 3 and len(down) >= 1) or (len(down) >= 3 and len(across) >= 1)
 
 
-def _cut_out(items: list[Item], bbox: Box, grid: Grid) -> list[Item]:
+def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool) -> list[Item]:
     """Move the words inside ``bbox`` into a ``TableBlock`` placed among ``items`` by position."""
     cells: list[list[Cell]] = [[[] for _ in row] for row in grid]
     kept: list[Item] = []
@@ -140,7 +140,7 @@ def _cut_out(items: list[Item], bbox: Box, grid: Grid) -> list[Item]:
                 lines.append(_with_words(line, rest))
         if lines:
             kept.append(lines)
-    rows = clean_rows(grid, cells)
+    rows = clean_rows(grid, cells, drawn_columns=drawn_columns)
     if len(rows) < 2 or len(rows[0]) < 2:
         return items  # a framed paragraph or a single column is text, not a table: the words stay
     kept, caption = _take_caption(kept, bbox)

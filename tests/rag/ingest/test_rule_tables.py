@@ -78,25 +78,29 @@ def test_a_chart_between_rules_is_no_table(tmp_path: Path) -> None:
     assert page.tables == []
 
 
-def _ruled_text_table(path: Path, caption: str | None) -> Path:
-    """Two columns of text between three rules (a prompt table), one instruction wrapped over two lines."""
+PROMPT_ROWS = [("Dataset", "Instruction"),
+               ("ARC-C", "Given four answer candidates, A, B, C and D, choose the best answer choice. Please answer"),
+               (None, "with the capitalized alphabet only."),
+               ("Bio", "Tell me a bio about the person.")]
+
+
+def _ruled_text_table(path: Path, caption: str | None, rows: list[tuple[str | None, ...]] = PROMPT_ROWS,
+                      columns: tuple[float, ...] = (72.0, 160.0)) -> Path:
+    """Columns of text between three rules (by default a prompt table, one instruction wrapped over two lines)."""
     doc = pymupdf.open()
     page = doc.new_page()
-    rows = [("Dataset", "Instruction"),
-            ("ARC-C", "Given four answer candidates, A, B, C and D, choose the best answer choice. Please answer"),
-            (None, "with the capitalized alphabet only."),
-            ("Bio", "Tell me a bio about the person.")]
     y = 120.0
     rules = [y - 12]
     for number, row in enumerate(rows):
-        for x, text in zip((72.0, 160.0), row):
+        for x, text in zip(columns, row):
             if text:
                 page.insert_text((x, y), text, fontname="tiro", fontsize=9)
         if number == 0:
             rules.append(y + 4)
         y += 12
     rules.append(y - 6)
-    right = 160.0 + pymupdf.get_text_length(rows[1][1], fontname="tiro", fontsize=9) + 2  # as wide as its text
+    right = max(x + pymupdf.get_text_length(text, fontname="tiro", fontsize=9) + 2  # as wide as its text
+                for row in rows for x, text in zip(columns, row) if text)
     for rule_y in rules:
         page.draw_line((70, rule_y), (right, rule_y), width=0.5)
     if caption:
@@ -126,3 +130,33 @@ def test_a_heading_spanning_columns_does_not_merge_them(tmp_path: Path) -> None:
     page = parse_file(_ruled_page(tmp_path / "spanning.pdf", spanning)).pages[0]
     assert len(page.tables) == 1
     assert "| Ours 13B | 55.8 | 69.3 | 80.2 |" in page.text[page.tables[0].start:page.tables[0].end]
+
+
+def test_a_group_heading_cut_by_a_column_edge_stays_one_cell(tmp_path: Path) -> None:
+    """Booktabs columns come from gaps in the text; a heading centred over them is one phrase, its word
+    space narrower than any gap between columns."""
+    rows = [*ROWS[:3], (None, None, None, None), *ROWS[3:]]  # a free line at y 162 for the heading
+    doc = pymupdf.open(_ruled_page(tmp_path / "groups.pdf", rows))
+    doc[0].insert_text((130, 162), "Trainable rewriter", fontname="tiro", fontsize=9)  # over the label's edge
+    doc.save(tmp_path / "grouped.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "grouped.pdf").pages[0]
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert "| Trainable rewriter |" in table
+    assert "| Llama2 13B | 14.7 | 38.5 | 53.4 |" in table  # columns of figures keep their gaps
+
+
+def test_a_wrapped_label_in_a_table_of_text_stays_in_its_row(tmp_path: Path) -> None:
+    rows = [("Barrier", "Description", "Readers"),
+            ("Unfamiliar", "Encountering technical jargon from", "T1-3, 5-8"),
+            ("terminology", "medicine and biomedical research", None),  # the label and the description wrap
+            ("Dense text", "Facing sections of dense text", "T1-8, 11"),
+            ("Other barriers", None, None),  # a section row: capitalised, not a continuation
+            ("Relating", "Relating information to their", "T2, 5")]
+    path = _ruled_text_table(tmp_path / "barriers.pdf", "Table 1. Barriers readers met.", rows, (72.0, 150.0, 300.0))
+    page = parse_file(path).pages[0]
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert ("| Unfamiliar terminology | Encountering technical jargon from medicine and biomedical research "
+            "| T1-3, 5-8 |") in table
+    assert "| Dense text | Facing sections of dense text | T1-8, 11 |" in table
+    assert "| Other barriers |  |  |" in table

@@ -141,6 +141,22 @@ def test_currency_signs_join_their_numbers_and_split_columns_merge() -> None:
                                                                                  ["Goodwill", "8,420"]]
 
 
+def test_a_phrase_cut_by_a_gap_column_edge_is_joined_but_a_drawn_edge_is_kept() -> None:
+    # "Trainable" and "rewriter" 2 units apart (a word space of a 10-unit line) on either side of a column edge
+    grid = [[(0, 0, 100, 20), (100, 0, 160, 20), (160, 0, 220, 20)],
+            [(0, 20, 100, 40), (100, 20, 160, 40), (160, 20, 220, 40)]]
+    cells = [[[RawWord("Trainable", (20, 5, 98, 15))], [RawWord("rewriter", (100, 5, 150, 15))], []],
+             [[_word("w/ BM25", 2, 25)], [_word("47.80", 102, 25)], [_word("82.2", 162, 25)]]]
+
+    def texts(rows: list) -> list[list[str]]:
+        return [[" ".join(w.text for w in cell) for cell in row] for row in rows]
+
+    assert texts(clean_rows(grid, cells, drawn_columns=False))[0] == ["Trainable rewriter", "", ""]
+    assert texts(clean_rows(grid, cells, drawn_columns=True))[0] == ["Trainable", "rewriter", ""]
+    figures = [[[RawWord("47.80", (70, 5, 98, 15))], [RawWord("60.71", (100, 5, 128, 15))], []]]
+    assert texts(clean_rows(grid[:1], figures, drawn_columns=False))[0][:2] == ["47.80", "60.71"]
+
+
 def test_a_percent_sign_in_its_own_cell_joins_its_number() -> None:
     grid = [[(0, 0, 100, 20), (100, 0, 130, 20), (130, 0, 140, 20), (140, 0, 200, 20)]]
     grid.append([(0, 20, 100, 40), (100, 20, 130, 40), (130, 20, 140, 40), (140, 20, 200, 40)])
