@@ -47,14 +47,19 @@ def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[B
         captions: Boxes of the page's "Table N" caption lines. Defaults to none.
     """
     groups = _rule_groups(drawings)
-    if not groups:
+    # A long table of text (a list of methods over a page) leaves a wider gap between its rules; such a
+    # stack is a table only beside its caption.
+    long_groups = [group for group in _rule_groups(drawings, max_gap=float("inf")) if group not in groups]
+    if not groups and not long_groups:
         return []
     words = list(words)
     strokes = _plot_strokes(drawings)
-    tables = []
-    for x0, x1, ys in groups:
+    tables: list[tuple[Box, Grid]] = []
+    for x0, x1, ys in groups + long_groups:
         bbox = (x0, ys[0], x1, ys[-1])
-        if any(_overlaps(bbox, box) for box in taken):
+        if any(_overlaps(bbox, box) for box in [*taken, *(table[0] for table in tables)]):
+            continue
+        if (x0, x1, ys) in long_groups and not _captioned(bbox, captions):
             continue
         if sum(1 for x, y in strokes if bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]) >= MAX_PLOT_STROKES:
             continue
@@ -70,8 +75,9 @@ def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[B
     return tables
 
 
-def _rule_groups(drawings: list[dict]) -> list[tuple[float, float, list[float]]]:
-    """Stacks of three or more horizontal rules sharing their ends: (x0, x1, the rules' y, top down)."""
+def _rule_groups(drawings: list[dict], max_gap: float = MAX_RULE_GAP) -> list[tuple[float, float, list[float]]]:
+    """Stacks of three or more horizontal rules sharing their ends, none more than ``max_gap`` below the
+    one above: (x0, x1, the rules' y, top down)."""
     rules: list[tuple[float, float, float]] = []
     for path in drawings:
         for item in path["items"]:
@@ -95,7 +101,7 @@ def _rule_groups(drawings: list[dict]) -> list[tuple[float, float, list[float]]]
     for x0, x1, ys in stacks:
         current: list[float] = []
         for y in sorted(ys):
-            if current and y - current[-1] > MAX_RULE_GAP:
+            if current and y - current[-1] > max_gap:
                 groups.append((x0, x1, current))
                 current = []
             if not current or y - current[-1] > 2:  # a double rule is one rule
@@ -172,14 +178,7 @@ def _rows(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, 
 
 def _join_wrapped_rows(rows: list[tuple[float, float]], columns: list[tuple[float, float]],
                       words: list[RawWord]) -> list[tuple[float, float]]:
-    """Row bands with each line of wrapped text joined to the row it continues.
-
-    A line continues the row above when it leaves the label column empty, holds no figure, and each cell it
-    writes in is a cell the line above filled to near its right edge (text that ran out of room); a section
-    heading centred over the columns ("LMs with proprietary data") stays a row of its own. In a row of text
-    a label wraps too ("Unfamiliar" over "terminology"): a line whose label starts in lower case continues
-    a row of words when it writes only in columns that row's first line filled, and not in all of them.
-    """
+    """Row bands with each line of wrapped text joined to the row it continues (``_continues``)."""
     def cells(band: tuple[float, float]) -> dict[int, list[RawWord]]:
         found: dict[int, list[RawWord]] = {}
         for word in words:
@@ -191,20 +190,33 @@ def _join_wrapped_rows(rows: list[tuple[float, float]], columns: list[tuple[floa
         return found
 
     joined: list[tuple[float, float]] = []
-    above: dict[int, list[RawWord]] = {}
+    first: dict[int, list[RawWord]] = {}  # the first line of the row being built
     for band in rows:
         line = cells(band)
-        continues = (joined and line and 0 not in line and not _has_figure(line)
-                     and all(c in above and max(word.box[2] for word in above[c]) >= _near_right(columns[c])
-                             for c in line))
-        continues = continues or (joined and 0 in line and line[0][0].text[:1].islower()
-                                  and set(line) < set(above) and not _has_figure(line))
-        if continues:
+        if joined and line and _continues(line, first, columns):
             joined[-1] = (joined[-1][0], band[1])
         else:
             joined.append(band)
-            above = line
+            first = line
     return joined
+
+
+def _continues(line: dict[int, list[RawWord]], first: dict[int, list[RawWord]],
+               columns: list[tuple[float, float]]) -> bool:
+    """Whether a line of cells is wrapped text of the row that ``first`` starts.
+
+    It holds no figure and writes only in columns the row's first line filled. A wrapped label starts in
+    lower case and leaves some column empty ("Unfamiliar" over "terminology"). Without a label, the line
+    continues a row of words where no cell starts a capitalised word, or cells that ran out of room (filled
+    to near their right edge); a section heading ("LMs with proprietary data") does neither and stays a row.
+    """
+    if _has_figure(line) or not set(line) <= set(first):
+        return False
+    if 0 in line:
+        return line[0][0].text[:1].islower() and set(line) < set(first)
+    in_words = not _has_figure(first) and not any(min(cell, key=lambda word: word.box[0]).text[:1].isupper()
+                                                  for cell in line.values())
+    return in_words or all(max(word.box[2] for word in first[c]) >= _near_right(columns[c]) for c in line)
 
 
 def _has_figure(line: dict[int, list[RawWord]]) -> bool:

@@ -180,7 +180,8 @@ def _first(found: list[tuple[bool, str]], test) -> int | None:
 
 
 def _squeeze(text: str) -> str:
-    return re.sub(r"\s+", "", text)
+    """Whitespace removed, and a cell's "|" as printed (Markdown escapes it in the chunk)."""
+    return re.sub(r"\s+", "", text).replace("\\|", "|")
 
 
 def _within(rank: int | None, k: int) -> bool:

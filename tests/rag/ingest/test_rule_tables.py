@@ -160,3 +160,15 @@ def test_a_wrapped_label_in_a_table_of_text_stays_in_its_row(tmp_path: Path) -> 
             "| T1-3, 5-8 |") in table
     assert "| Dense text | Facing sections of dense text | T1-8, 11 |" in table
     assert "| Other barriers |  |  |" in table
+
+
+def test_a_long_table_of_text_counts_beside_its_caption(tmp_path: Path) -> None:
+    """A page-long list of methods leaves more room between its rules than any table of figures."""
+    rows = [("Generic", "Brief description of return value")]
+    rows += [(f"method{n}", f"Returns the quantity number {n} of the fitted model.") for n in range(30)]
+    page = parse_file(_ruled_text_table(tmp_path / "methods.pdf", "Table 8: List of methods.", rows)).pages[0]
+    assert {span.caption for span in page.tables} == {"Table 8: List of methods."}  # in parts of a chunk's size
+    table = page.text[page.tables[0].start:page.tables[-1].end]
+    assert "| method29 | Returns the quantity number 29 of the fitted model. |" in table
+    uncaptioned = parse_file(_ruled_text_table(tmp_path / "list.pdf", None, rows)).pages[0]
+    assert uncaptioned.tables == []
