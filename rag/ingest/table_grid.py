@@ -31,6 +31,7 @@ _CURRENCY_RE = re.compile(r"[$€£¥￥]+")
 _YEAR_RE = re.compile(r"(19|20)\d\d")
 _CUT_NUMBER_RE = re.compile(r"\d,\d{3},\d{0,2}$")  # a thousands group cut short: the number goes on
 _CUT_CODE_RE = re.compile(r"\d[-/]\d*$")  # "2019-0", "/12/2": a date or document number goes on
+FILLED_LINE_GAP = 15.0  # points from a cell's right edge: a line of text that reaches it was wrapped there
 MAX_HEADING_CHARS = 40  # a column heading is short; a longer cell is text wrapped over rows
 # Word spaces in the shared papers are 0.21-0.28 of the line height; their tightest gap between columns is 0.36.
 WORD_SPACE_HEIGHTS = 0.33
@@ -54,6 +55,72 @@ def place(word: RawWord, bbox: Box, grid: Grid, cells: list[list[Cell]]) -> bool
         return False
     cells[best[1]][best[2]].append(word)
     return True
+
+
+def split_stacked_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
+    """Drawn rows that stack several rows of the table, split at each line of their labels.
+
+    Tables ruled only between groups (journal tables: a rule under the header and one per block) come out of
+    ``find_tables`` as a few tall cells, each holding a column of values; a label line with a value beside it
+    on the same line, twice or more in one drawn row, means the row stacks table rows. Each line of the label
+    starts a row that keeps the lines below it (a standard error under its estimate, wrapped text), so a
+    label wrapped beside one value stays one row.
+    """
+    new_grid: Grid = []
+    new_cells: list[list[Cell]] = []
+    for boxes, row in zip(grid, cells):
+        starts = _stacked_starts(row, boxes[0][2]) if boxes and boxes[0] is not None else []
+        if len(starts) < 2:
+            new_grid.append(boxes)
+            new_cells.append(row)
+            continue
+        top = min(box[1] for box in boxes if box is not None)
+        bottom = max(box[3] for box in boxes if box is not None)
+        edges = [top, *starts[1:], bottom]
+        for upper, lower in zip(edges, edges[1:]):
+            new_grid.append([None if box is None else (box[0], upper, box[2], lower) for box in boxes])
+            new_cells.append([[word for word in cell if upper <= _middle(word) < lower] for cell in row])
+    return new_grid, new_cells
+
+
+def _stacked_starts(row: list[Cell], label_right: float) -> list[float]:
+    """Tops of the label's lines when two or more of them, in words, have a value on the same line, most
+    value cells hold several lines too, and the label is not a paragraph.
+
+    Lines ending in a word at the cell's right edge are text wrapped beside another paragraph (an audit
+    matter beside its response) or a long label wrapped in a narrow column; a row whose value cells are mostly
+    one line is one row with a few wrapped cells; labels that are figures are a chart's axis.
+    """
+    labels = _text_lines(row[0])
+    aligned = [line for line in labels
+               if not is_figure(_text(line))
+               and any(abs(_middle(other[0]) - _middle(line[0])) < _height(line[0]) / 2
+                       for cell in row[1:] for other in _text_lines(cell))]
+    wrapped = [line for line in labels[:-1] if label_right - max(word.box[2] for word in line) < FILLED_LINE_GAP
+               and not is_figure(max(line, key=lambda word: word.box[2]).text)]
+    values = [cell for cell in row[1:] if cell]
+    stacked = [cell for cell in values if len(_text_lines(cell)) >= 2]
+    if len(aligned) < 2 or 2 * len(wrapped) > len(labels) - 1 or 2 * len(stacked) <= len(values):
+        return []
+    return [min(word.box[1] for word in line) - 0.5 for line in labels]
+
+
+def _text_lines(cell: Cell) -> list[Cell]:
+    lines: list[Cell] = []
+    for word in sorted(cell, key=_middle):
+        if lines and abs(_middle(word) - _middle(lines[-1][0])) < _height(word) / 2:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return lines
+
+
+def _middle(word: RawWord) -> float:
+    return (word.box[1] + word.box[3]) / 2
+
+
+def _height(word: RawWord) -> float:
+    return word.box[3] - word.box[1]
 
 
 def clean_rows(grid: Grid, cells: list[list[Cell]], *, drawn_columns: bool = True) -> list[list[Cell]]:

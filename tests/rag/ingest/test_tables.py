@@ -16,7 +16,7 @@ from rag.ingest.ingestor import Ingestor
 from rag.ingest.options import ParseOptions
 from rag.ingest.parse import parse_file
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import clean_rows, split_header
+from rag.ingest.table_grid import clean_rows, split_header, split_stacked_rows
 from rag.ingest.tables import TableBlock
 from rag.index.store import DocumentStore
 from rag.text.language import count_tokens
@@ -155,6 +155,40 @@ def test_a_phrase_cut_by_a_gap_column_edge_is_joined_but_a_drawn_edge_is_kept() 
     assert texts(clean_rows(grid, cells, drawn_columns=True))[0] == ["Trainable", "rewriter", ""]
     figures = [[[RawWord("47.80", (70, 5, 98, 15))], [RawWord("60.71", (100, 5, 128, 15))], []]]
     assert texts(clean_rows(grid[:1], figures, drawn_columns=False))[0][:2] == ["47.80", "60.71"]
+
+
+def _texts_of(rows: list) -> list[list[str]]:
+    return [[" ".join(w.text for w in cell) for cell in row] for row in rows]
+
+
+def test_rows_stacked_in_one_drawn_row_are_split_at_their_labels() -> None:
+    # a journal table ruled only under its header: one tall drawn row holds three labels, each with its
+    # estimate on the label's line and the standard error on the line below
+    grid = [[(0, 0, 100, 60), (100, 0, 200, 60)]]
+    labels = [RawWord("hosp", (2, 2, 30, 12)), RawWord("numchron", (2, 22, 50, 32)), RawWord("school", (2, 42, 40, 52))]
+    cells = [[labels,
+              [RawWord("0.165", (110, 2, 140, 12)), RawWord("(0.006)", (110, 12, 150, 22)),
+               RawWord("0.147", (110, 22, 140, 32)), RawWord("(0.005)", (110, 32, 150, 42)),
+               RawWord("0.026", (110, 42, 140, 52))]]]
+    grid, cells = split_stacked_rows(grid, cells)
+    assert _texts_of(clean_rows(grid, cells)) == [["hosp", "0.165 (0.006)"], ["numchron", "0.147 (0.005)"],
+                                                  ["school", "0.026"]]
+
+
+def test_a_wrapped_label_or_paragraph_in_a_drawn_row_is_not_split() -> None:
+    grid = [[(0, 0, 60, 30), (60, 0, 120, 30), (120, 0, 180, 30), (180, 0, 240, 30)]]
+    # "自动化改造 / 工程" wrapped in a narrow column beside one-line values and one wrapped figure
+    wrapped_label = [[[RawWord("自动化改造", (2, 2, 58, 12)), RawWord("工程", (2, 14, 24, 24))],
+                      [RawWord("1,800", (62, 2, 90, 12))], [RawWord("1,59", (122, 2, 150, 12)),
+                                                            RawWord("4.52", (122, 14, 150, 24))],
+                      [RawWord("否", (182, 2, 192, 12))]]]
+    assert split_stacked_rows(grid, wrapped_label)[1] == wrapped_label
+    # two paragraphs side by side (an audit matter and its response), every line but the last filled
+    paragraph = [[[RawWord("华锦股份存货期末账面", (2, 2, 58, 12)), RawWord("余额重大，管理层确定", (2, 14, 58, 24)),
+                   RawWord("可变现净值。", (2, 26, 30, 36))],
+                  [RawWord("我们实施的审计程序", (62, 2, 118, 12)), RawWord("主要包括：了解存货", (62, 14, 118, 24)),
+                   RawWord("跌价相关内部控制。", (62, 26, 110, 36))], [], []]]
+    assert split_stacked_rows(grid, paragraph)[1] == paragraph
 
 
 def test_a_percent_sign_in_its_own_cell_joins_its_number() -> None:
