@@ -203,9 +203,11 @@ def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLin
         edge = min(entry[2].y0 for entry in row)
     below = [entry for entry in lines if entry[2].y0 >= bbox[3] - 1 and entry[2].y0 - bbox[3] < 2 * entry[2].height]
     if below:
-        first = min(below, key=lambda entry: entry[2].y0)
-        if CAPTION_LABEL_RE.match(line_text(first[2])):
-            chosen.append(first)
+        top = min(below, key=lambda entry: entry[2].y0)[2]
+        row = sorted((entry for entry in below if entry[2].y0 < top.y1 - 1 and entry[2].y1 > top.y0 + 1),
+                     key=lambda entry: entry[2].x0)  # a bold "Table 2:" and the words set beside it
+        if CAPTION_LABEL_RE.match(line_text(row[0][2])):
+            chosen += row
     taken = {(i, j) for i, j, _ in chosen}
     kept: list[Item] = []
     for i, item in enumerate(items):

@@ -172,3 +172,15 @@ def test_a_long_table_of_text_counts_beside_its_caption(tmp_path: Path) -> None:
     assert "| method29 | Returns the quantity number 29 of the fitted model. |" in table
     uncaptioned = parse_file(_ruled_text_table(tmp_path / "list.pdf", None, rows)).pages[0]
     assert uncaptioned.tables == []
+
+
+def test_a_bold_caption_label_below_keeps_the_words_beside_it(tmp_path: Path) -> None:
+    path = _ruled_text_table(tmp_path / "functions.pdf", None)
+    doc = pymupdf.open(path)
+    y = 120.0 + 12 * len(PROMPT_ROWS) + 8
+    doc[0].insert_text((72, y), "Table 3:", fontname="tibo", fontsize=9)  # the label in bold, set on its own
+    doc[0].insert_text((122, y), "Functions and methods for fitted objects.", fontname="tiro", fontsize=9)
+    doc.save(tmp_path / "captioned.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "captioned.pdf").pages[0]
+    assert [span.caption for span in page.tables] == ["Table 3: Functions and methods for fitted objects."]
