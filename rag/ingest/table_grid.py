@@ -31,7 +31,6 @@ _CURRENCY_RE = re.compile(r"[$€£¥￥]+")
 _YEAR_RE = re.compile(r"(19|20)\d\d")
 _CUT_NUMBER_RE = re.compile(r"\d,\d{3},\d{0,2}$")  # a thousands group cut short: the number goes on
 _CUT_CODE_RE = re.compile(r"\d[-/]\d*$")  # "2019-0", "/12/2": a date or document number goes on
-FILLED_LINE_GAP = 15.0  # points from a cell's right edge: a line of text that reaches it was wrapped there
 MAX_HEADING_CHARS = 40  # a column heading is short; a longer cell is text wrapped over rows
 # Word spaces in the shared papers are 0.21-0.28 of the line height; their tightest gap between columns is 0.36.
 WORD_SPACE_HEIGHTS = 0.33
@@ -55,72 +54,6 @@ def place(word: RawWord, bbox: Box, grid: Grid, cells: list[list[Cell]]) -> bool
         return False
     cells[best[1]][best[2]].append(word)
     return True
-
-
-def split_stacked_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
-    """Drawn rows that stack several rows of the table, split at each line of their labels.
-
-    Tables ruled only between groups (journal tables: a rule under the header and one per block) come out of
-    ``find_tables`` as a few tall cells, each holding a column of values; a label line with a value beside it
-    on the same line, twice or more in one drawn row, means the row stacks table rows. Each line of the label
-    starts a row that keeps the lines below it (a standard error under its estimate, wrapped text), so a
-    label wrapped beside one value stays one row.
-    """
-    new_grid: Grid = []
-    new_cells: list[list[Cell]] = []
-    for boxes, row in zip(grid, cells):
-        starts = _stacked_starts(row, boxes[0][2]) if boxes and boxes[0] is not None else []
-        if len(starts) < 2:
-            new_grid.append(boxes)
-            new_cells.append(row)
-            continue
-        top = min(box[1] for box in boxes if box is not None)
-        bottom = max(box[3] for box in boxes if box is not None)
-        edges = [top, *starts[1:], bottom]
-        for upper, lower in zip(edges, edges[1:]):
-            new_grid.append([None if box is None else (box[0], upper, box[2], lower) for box in boxes])
-            new_cells.append([[word for word in cell if upper <= _middle(word) < lower] for cell in row])
-    return new_grid, new_cells
-
-
-def _stacked_starts(row: list[Cell], label_right: float) -> list[float]:
-    """Tops of the label's lines when two or more of them, in words, have a value on the same line, most
-    value cells hold several lines too, and the label is not a paragraph.
-
-    Lines ending in a word at the cell's right edge are text wrapped beside another paragraph (an audit
-    matter beside its response) or a long label wrapped in a narrow column; a row whose value cells are mostly
-    one line is one row with a few wrapped cells; labels that are figures are a chart's axis.
-    """
-    labels = _text_lines(row[0])
-    aligned = [line for line in labels
-               if not is_figure(_text(line))
-               and any(abs(_middle(other[0]) - _middle(line[0])) < _height(line[0]) / 2
-                       for cell in row[1:] for other in _text_lines(cell))]
-    wrapped = [line for line in labels[:-1] if label_right - max(word.box[2] for word in line) < FILLED_LINE_GAP
-               and not is_figure(max(line, key=lambda word: word.box[2]).text)]
-    values = [cell for cell in row[1:] if cell]
-    stacked = [cell for cell in values if len(_text_lines(cell)) >= 2]
-    if len(aligned) < 2 or 2 * len(wrapped) > len(labels) - 1 or 2 * len(stacked) <= len(values):
-        return []
-    return [min(word.box[1] for word in line) - 0.5 for line in labels]
-
-
-def _text_lines(cell: Cell) -> list[Cell]:
-    lines: list[Cell] = []
-    for word in sorted(cell, key=_middle):
-        if lines and abs(_middle(word) - _middle(lines[-1][0])) < _height(word) / 2:
-            lines[-1].append(word)
-        else:
-            lines.append([word])
-    return lines
-
-
-def _middle(word: RawWord) -> float:
-    return (word.box[1] + word.box[3]) / 2
-
-
-def _height(word: RawWord) -> float:
-    return word.box[3] - word.box[1]
 
 
 def clean_rows(grid: Grid, cells: list[list[Cell]], *, drawn_columns: bool = True) -> list[list[Cell]]:
@@ -174,20 +107,20 @@ def split_header(rows: list[list[Cell]]) -> tuple[list[Cell], list[list[Cell]]]:
     count = 1
     while count < len(rows) - 1 and not all(rows[0]) and _is_heading_row(rows[count]):
         count += 1
-    if not any(_text(cell) and is_figure(_text(cell)) for row in rows[count:] for cell in row[1:]):
+    if not any(cell_text(cell) and is_figure(cell_text(cell)) for row in rows[count:] for cell in row[1:]):
         count = 1
     header = [[word for row in rows[:count] for word in row[c]] for c in range(len(rows[0]))]
     return header, rows[count:]
 
 
 def _is_heading_row(row: list[Cell]) -> bool:
-    texts = [_text(cell) for cell in row]
+    texts = [cell_text(cell) for cell in row]
     return not texts[0] and any(texts) and all(
         not text or (len(text) <= MAX_HEADING_CHARS and (not is_figure(text) or _YEAR_RE.fullmatch(text)))
         for text in texts)
 
 
-def _text(cell: Cell) -> str:
+def cell_text(cell: Cell) -> str:
     return "".join(word.text for word in cell)
 
 
@@ -215,7 +148,7 @@ def _group_rows(grid: Grid, cells: list[list[Cell]]) -> list[list[Cell]]:
     for group in groups:
         width = len(cells[group[0]])
         collide = any(sum(1 for index in group if cells[index][c]) > 1 for c in range(1, width))
-        wrapped = any(sum(1 for index in group if cells[index][c] and not is_figure(_text(cells[index][c]))) > 1
+        wrapped = any(sum(1 for index in group if cells[index][c] and not is_figure(cell_text(cells[index][c]))) > 1
                       for c in range(1, width))
         if len(group) > 1 and (wrapped or not collide):
             rows.append([[word for index in group for word in cells[index][c]] for c in range(width)])
@@ -241,7 +174,7 @@ def _join_phrases(row: list[Cell]) -> list[Cell]:
 
 
 def _one_phrase(left: Cell, right: Cell) -> bool:
-    if is_figure(_text(left)) or is_figure(_text(right)):
+    if is_figure(cell_text(left)) or is_figure(cell_text(right)):
         return False
     last = max(left, key=lambda word: word.box[2])
     first = min(right, key=lambda word: word.box[0])
@@ -273,7 +206,7 @@ def _next_filled(row: list[Cell], c: int, step: int) -> int | None:
 
 def _joins(row: list[Cell], sign: int, number: int) -> bool:
     """A sign joins its neighbour, or a figure across empty columns."""
-    return abs(sign - number) == 1 or is_figure(_text(row[number]))
+    return abs(sign - number) == 1 or is_figure(cell_text(row[number]))
 
 
 def _is_percent(cell: Cell) -> bool:

@@ -16,7 +16,8 @@ from rag.ingest.ingestor import Ingestor
 from rag.ingest.options import ParseOptions
 from rag.ingest.parse import parse_file
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import clean_rows, split_header, split_stacked_rows
+from rag.ingest.table_grid import clean_rows, split_header
+from rag.ingest.table_stacks import split_stacked_columns, split_stacked_rows
 from rag.ingest.tables import TableBlock
 from rag.index.store import DocumentStore
 from rag.text.language import count_tokens
@@ -173,6 +174,18 @@ def test_rows_stacked_in_one_drawn_row_are_split_at_their_labels() -> None:
     grid, cells = split_stacked_rows(grid, cells)
     assert _texts_of(clean_rows(grid, cells)) == [["hosp", "0.165 (0.006)"], ["numchron", "0.147 (0.005)"],
                                                   ["school", "0.026"]]
+
+
+def test_values_of_several_models_in_one_drawn_column_are_split_at_their_gaps() -> None:
+    # pscl's Table 2: one drawn column holds two models' estimates side by side, a heading ("GLM") over both
+    grid = [[(0, 0, 100, 12), (100, 0, 220, 12)], [(0, 12, 100, 40), (100, 12, 220, 40)]]
+    cells = [[[], [RawWord("GLM", (120, 2, 145, 10))]],
+             [[RawWord("hosp", (2, 14, 30, 24)), RawWord("school", (2, 28, 40, 38))],
+              [RawWord("0.165", (110, 14, 140, 24)), RawWord("0.218", (170, 14, 200, 24)),
+               RawWord("0.026", (110, 28, 140, 38)), RawWord("0.027", (170, 28, 200, 38))]]]
+    grid, cells = split_stacked_columns(*split_stacked_rows(grid, cells))
+    assert _texts_of(clean_rows(grid, cells)) == [["", "GLM", ""], ["hosp", "0.165", "0.218"],
+                                                  ["school", "0.026", "0.027"]]
 
 
 def test_a_wrapped_label_or_paragraph_in_a_drawn_row_is_not_split() -> None:

@@ -1,0 +1,130 @@
+"""Journal tables ruled only between blocks: ``find_tables`` returns a few tall cells that stack rows and columns.
+
+A table ruled only under its header and between its blocks (pscl's Table 2, CiteSee's results) comes out of
+``find_tables`` as a grid of a few tall cells: one holds every label of a block, the next every value of four
+models. ``split_stacked_rows`` cuts such a drawn row at each line of its label; ``split_stacked_columns`` then
+cuts a drawn column at the gaps its values leave in every row, as the rule-table detector finds columns.
+Both leave ordinary grids alone: there a drawn row is a table row and a drawn column a table column.
+"""
+
+from __future__ import annotations
+
+from rag.ingest.pdf_layout import RawWord
+from rag.ingest.table_grid import Box, Cell, Grid, cell_text
+from rag.text.table_text import is_figure
+
+FILLED_LINE_GAP = 15.0  # points from a cell's right edge: a line of text that reaches it was wrapped there
+MIN_COLUMN_GAP = 4.0  # points; wider than a space between two words of one value
+
+
+def split_stacked_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
+    """Drawn rows that stack several rows of the table, split at each line of their labels.
+
+    Tables ruled only between groups (journal tables: a rule under the header and one per block) come out of
+    ``find_tables`` as a few tall cells, each holding a column of values; a label line with a value beside it
+    on the same line, twice or more in one drawn row, means the row stacks table rows. Each line of the label
+    starts a row that keeps the lines below it (a standard error under its estimate, wrapped text), so a
+    label wrapped beside one value stays one row.
+    """
+    new_grid: Grid = []
+    new_cells: list[list[Cell]] = []
+    for boxes, row in zip(grid, cells):
+        starts = _stacked_starts(row, boxes[0][2]) if boxes and boxes[0] is not None else []
+        if len(starts) < 2:
+            new_grid.append(boxes)
+            new_cells.append(row)
+            continue
+        top = min(box[1] for box in boxes if box is not None)
+        bottom = max(box[3] for box in boxes if box is not None)
+        edges = [top, *starts[1:], bottom]
+        for upper, lower in zip(edges, edges[1:]):
+            new_grid.append([None if box is None else (box[0], upper, box[2], lower) for box in boxes])
+            new_cells.append([[word for word in cell if upper <= _middle(word) < lower] for cell in row])
+    return new_grid, new_cells
+
+
+def _stacked_starts(row: list[Cell], label_right: float) -> list[float]:
+    """Tops of the label's lines when two or more of them, in words, have a value on the same line, most
+    value cells hold several lines too, and the label is not a paragraph.
+
+    Lines ending in a word at the cell's right edge are text wrapped beside another paragraph (an audit
+    matter beside its response) or a long label wrapped in a narrow column; a row whose value cells are mostly
+    one line is one row with a few wrapped cells; labels that are figures are a chart's axis.
+    """
+    labels = _text_lines(row[0])
+    aligned = [line for line in labels
+               if not is_figure(cell_text(line))
+               and any(abs(_middle(other[0]) - _middle(line[0])) < _height(line[0]) / 2
+                       for cell in row[1:] for other in _text_lines(cell))]
+    wrapped = [line for line in labels[:-1] if label_right - max(word.box[2] for word in line) < FILLED_LINE_GAP
+               and not is_figure(max(line, key=lambda word: word.box[2]).text)]
+    values = [cell for cell in row[1:] if cell]
+    stacked = [cell for cell in values if len(_text_lines(cell)) >= 2]
+    if len(aligned) < 2 or 2 * len(wrapped) > len(labels) - 1 or 2 * len(stacked) <= len(values):
+        return []
+    return [min(word.box[1] for word in line) - 0.5 for line in labels]
+
+
+def split_stacked_columns(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
+    """Drawn columns cut at the gaps their words leave in every row.
+
+    Only lines with two or more runs of words, and more than half as many as the column's fullest line,
+    place the gaps: a heading over several models ("GLM") or a one-value line would bridge them.
+    """
+    width = max((len(row) for row in grid), default=0)
+    edges: dict[int, list[float]] = {}
+    for c in range(width):
+        lines = [_runs(line) for row in cells if c < len(row) for line in _text_lines(row[c])]
+        fullest = max((len(runs) for runs in lines), default=0)
+        spans = _merged([run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs])
+        if len(spans) >= 2:
+            edges[c] = [(left[1] + right[0]) / 2 for left, right in zip(spans, spans[1:])]
+    if not edges:
+        return grid, cells
+    new_grid: Grid = []
+    new_cells: list[list[Cell]] = []
+    for boxes, row in zip(grid, cells):
+        new_boxes: list[Box | None] = []
+        new_row: list[Cell] = []
+        for c, (box, cell) in enumerate(zip(boxes, row)):
+            cuts = edges.get(c, [])
+            bounds = [float("-inf"), *cuts, float("inf")]
+            for left, right in zip(bounds, bounds[1:]):
+                new_boxes.append(None if box is None else (max(box[0], left), box[1], min(box[2], right), box[3]))
+                new_row.append([word for word in cell if left <= (word.box[0] + word.box[2]) / 2 < right])
+        new_grid.append(new_boxes)
+        new_cells.append(new_row)
+    return new_grid, new_cells
+
+
+def _runs(line: Cell) -> list[tuple[float, float]]:
+    return _merged([(word.box[0], word.box[2]) for word in line])
+
+
+def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """x-intervals merged where less than ``MIN_COLUMN_GAP`` apart."""
+    runs: list[tuple[float, float]] = []
+    for left, right in sorted(intervals):
+        if runs and left - runs[-1][1] < MIN_COLUMN_GAP:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], right))
+        else:
+            runs.append((left, right))
+    return runs
+
+
+def _text_lines(cell: Cell) -> list[Cell]:
+    lines: list[Cell] = []
+    for word in sorted(cell, key=_middle):
+        if lines and abs(_middle(word) - _middle(lines[-1][0])) < _height(word) / 2:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return lines
+
+
+def _middle(word: RawWord) -> float:
+    return (word.box[1] + word.box[3]) / 2
+
+
+def _height(word: RawWord) -> float:
+    return word.box[3] - word.box[1]
