@@ -17,6 +17,14 @@ FILLED_LINE_GAP = 15.0  # points from a cell's right edge: a line of text that r
 MIN_COLUMN_GAP = 4.0  # points; wider than a space between two words of one value
 
 
+def unstack(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
+    """The grid with stacked rows split, then, in a table that had them, stacked columns."""
+    rows_grid, rows_cells = split_stacked_rows(grid, cells)
+    if len(rows_grid) == len(grid):
+        return grid, cells
+    return split_stacked_columns(rows_grid, rows_cells)
+
+
 def split_stacked_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
     """Drawn rows that stack several rows of the table, split at each line of their labels.
 

@@ -25,7 +25,7 @@ import pymupdf
 from rag.ingest.pdf_layout import RawLine, RawWord
 from rag.ingest.rule_tables import rule_tables
 from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
-from rag.ingest.table_stacks import split_stacked_columns, split_stacked_rows
+from rag.ingest.table_stacks import unstack
 from rag.text.language import CJK_RE, count_tokens
 from rag.text.table_captions import CAPTION_LABEL_RE
 
@@ -142,9 +142,7 @@ def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool) -
         if lines:
             kept.append(lines)
     if drawn_columns:
-        stacked_grid, stacked_cells = split_stacked_rows(grid, cells)
-        if len(stacked_grid) > len(grid):  # a journal table: its drawn columns stack values too
-            grid, cells = split_stacked_columns(stacked_grid, stacked_cells)
+        grid, cells = unstack(grid, cells)
     rows = clean_rows(grid, cells, drawn_columns=drawn_columns)
     if len(rows) < 2 or len(rows[0]) < 2:
         return items  # a framed paragraph or a single column is text, not a table: the words stay
