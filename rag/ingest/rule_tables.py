@@ -20,12 +20,11 @@ from collections.abc import Iterable, Sequence
 import pymupdf
 
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import Box, Grid
+from rag.ingest.table_grid import Box, Grid, merge_runs
 
 MIN_RULE_WIDTH = 60.0  # points; shorter strokes are underlines or dashes
 SAME_EDGE = 1.5  # points; rules of one table start and end together
 MAX_RULE_GAP = 260.0  # points between consecutive rules of one table
-MIN_COLUMN_GAP = 4.0  # points; wider than a space between two words of one cell
 MAX_PLOT_STROKES = 4  # curves or slanted lines inside the rules: a chart
 MIN_FIGURE_SHARE = 0.5  # of the words in a column of figures ("1 所" is half a figure)
 # a table of text counts with a "Table N" line this close under its bottom rule, or over its top rule (the
@@ -136,25 +135,14 @@ def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, flo
     Only rows with more than half as many cells as the fullest row count: a heading spanning several columns
     ("Long-form generations (with citations)" over four metrics) would otherwise bridge their gaps and merge them.
     """
-    lines = [_runs([(word.box[0], word.box[2]) for word in line]) for line in _lines(body)]
+    lines = [merge_runs([(word.box[0], word.box[2]) for word in line]) for line in _lines(body)]
     fullest = max((len(runs) for runs in lines), default=0)
     covered = [run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs]
-    spans = _runs(covered)
+    spans = merge_runs(covered)
     if len(spans) < 2:
         return []
     edges = [x0] + [(left[1] + right[0]) / 2 for left, right in zip(spans, spans[1:])] + [x1]
     return list(zip(edges, edges[1:]))
-
-
-def _runs(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Merge x-intervals closer than ``MIN_COLUMN_GAP``."""
-    runs: list[tuple[float, float]] = []
-    for left, right in sorted(intervals):
-        if runs and left - runs[-1][1] < MIN_COLUMN_GAP:
-            runs[-1] = (runs[-1][0], max(runs[-1][1], right))
-        else:
-            runs.append((left, right))
-    return runs
 
 
 def _lines(words: list[RawWord]) -> list[list[RawWord]]:

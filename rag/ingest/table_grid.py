@@ -31,6 +31,7 @@ _CURRENCY_RE = re.compile(r"[$€£¥￥]+")
 _YEAR_RE = re.compile(r"(19|20)\d\d")
 _CUT_NUMBER_RE = re.compile(r"\d,\d{3},\d{0,2}$")  # a thousands group cut short: the number goes on
 _CUT_CODE_RE = re.compile(r"\d[-/]\d*$")  # "2019-0", "/12/2": a date or document number goes on
+MIN_COLUMN_GAP = 4.0  # points; wider than a space between two words of one cell
 MAX_HEADING_CHARS = 40  # a column heading is short; a longer cell is text wrapped over rows
 # Word spaces in the shared papers are 0.21-0.28 of the line height; their tightest gap between columns is 0.36.
 WORD_SPACE_HEIGHTS = 0.33
@@ -54,6 +55,17 @@ def place(word: RawWord, bbox: Box, grid: Grid, cells: list[list[Cell]]) -> bool
         return False
     cells[best[1]][best[2]].append(word)
     return True
+
+
+def merge_runs(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """x-intervals merged where less than ``MIN_COLUMN_GAP`` apart: the runs of a line's words, a column's spans."""
+    runs: list[tuple[float, float]] = []
+    for left, right in sorted(intervals):
+        if runs and left - runs[-1][1] < MIN_COLUMN_GAP:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], right))
+        else:
+            runs.append((left, right))
+    return runs
 
 
 def clean_rows(grid: Grid, cells: list[list[Cell]], *, drawn_columns: bool = True) -> list[list[Cell]]:

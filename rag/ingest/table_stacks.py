@@ -10,11 +10,10 @@ Both leave ordinary grids alone: there a drawn row is a table row and a drawn co
 from __future__ import annotations
 
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import Box, Cell, Grid, cell_text
+from rag.ingest.table_grid import Box, Cell, Grid, cell_text, merge_runs
 from rag.text.table_text import is_figure
 
 FILLED_LINE_GAP = 15.0  # points from a cell's right edge: a line of text that reaches it was wrapped there
-MIN_COLUMN_GAP = 4.0  # points; wider than a space between two words of one value
 
 
 def unstack(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
@@ -84,7 +83,7 @@ def split_stacked_columns(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, li
     for c in range(width):
         lines = [_runs(line) for row in cells if c < len(row) for line in _text_lines(row[c])]
         fullest = max((len(runs) for runs in lines), default=0)
-        spans = _merged([run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs])
+        spans = merge_runs([run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs])
         if len(spans) >= 2:
             edges[c] = [(left[1] + right[0]) / 2 for left, right in zip(spans, spans[1:])]
     if not edges:
@@ -106,18 +105,7 @@ def split_stacked_columns(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, li
 
 
 def _runs(line: Cell) -> list[tuple[float, float]]:
-    return _merged([(word.box[0], word.box[2]) for word in line])
-
-
-def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """x-intervals merged where less than ``MIN_COLUMN_GAP`` apart."""
-    runs: list[tuple[float, float]] = []
-    for left, right in sorted(intervals):
-        if runs and left - runs[-1][1] < MIN_COLUMN_GAP:
-            runs[-1] = (runs[-1][0], max(runs[-1][1], right))
-        else:
-            runs.append((left, right))
-    return runs
+    return merge_runs([(word.box[0], word.box[2]) for word in line])
 
 
 def _text_lines(cell: Cell) -> list[Cell]:
