@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 import pymupdf
 
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import Box, Grid, merge_runs
+from rag.ingest.table_grid import Box, Grid, merge_runs, text_lines, word_middle
 
 MIN_RULE_WIDTH = 60.0  # points; shorter strokes are underlines or dashes
 SAME_EDGE = 1.5  # points; rules of one table start and end together
@@ -135,7 +135,7 @@ def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, flo
     Only rows with more than half as many cells as the fullest row count: a heading spanning several columns
     ("Long-form generations (with citations)" over four metrics) would otherwise bridge their gaps and merge them.
     """
-    lines = [merge_runs([(word.box[0], word.box[2]) for word in line]) for line in _lines(body)]
+    lines = [merge_runs([(word.box[0], word.box[2]) for word in line]) for line in text_lines(body)]
     fullest = max((len(runs) for runs in lines), default=0)
     covered = [run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs]
     spans = merge_runs(covered)
@@ -145,21 +145,9 @@ def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, flo
     return list(zip(edges, edges[1:]))
 
 
-def _lines(words: list[RawWord]) -> list[list[RawWord]]:
-    """Words grouped into text lines by their vertical centre."""
-    lines: list[list[RawWord]] = []
-    for word in sorted(words, key=lambda word: (word.box[1] + word.box[3]) / 2):
-        centre = (word.box[1] + word.box[3]) / 2
-        if lines and abs(centre - _centre_y(lines[-1][0])) <= (word.box[3] - word.box[1]) / 2:
-            lines[-1].append(word)
-        else:
-            lines.append([word])
-    return lines
-
-
 def _rows(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, float]]:
     """Each text line's band, from halfway to the line above to halfway to the line below."""
-    centres = [_centre_y(line[0]) for line in _lines(words)]
+    centres = [word_middle(line[0]) for line in text_lines(words)]
     edges = [top] + [(upper + lower) / 2 for upper, lower in zip(centres, centres[1:])] + [bottom]
     return list(zip(edges, edges[1:]))
 
@@ -170,7 +158,7 @@ def _join_wrapped_rows(rows: list[tuple[float, float]], columns: list[tuple[floa
     def cells(band: tuple[float, float]) -> dict[int, list[RawWord]]:
         found: dict[int, list[RawWord]] = {}
         for word in words:
-            if band[0] <= _centre_y(word) < band[1]:
+            if band[0] <= word_middle(word) < band[1]:
                 column = next((c for c, (left, right) in enumerate(columns)
                                if left <= (word.box[0] + word.box[2]) / 2 < right), None)
                 if column is not None:
@@ -231,10 +219,6 @@ def _is_figure(text: str) -> bool:
     """A number, perhaps with a unit of up to three letters ("52.2M", "2x80GB"), a dash or a "±"."""
     text = text.strip("*†‡")
     return text in _DASHES or bool(_FIGURE_START_RE.match(text)) and sum(char.isalpha() for char in text) <= 3
-
-
-def _centre_y(word: RawWord) -> float:
-    return (word.box[1] + word.box[3]) / 2
 
 
 def _centre_in(box: Box, bbox: Box) -> bool:

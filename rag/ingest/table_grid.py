@@ -68,6 +68,21 @@ def merge_runs(intervals: list[tuple[float, float]]) -> list[tuple[float, float]
     return runs
 
 
+def text_lines(words: list[RawWord]) -> list[list[RawWord]]:
+    """Words grouped into text lines by their vertical centre, top down."""
+    lines: list[list[RawWord]] = []
+    for word in sorted(words, key=word_middle):
+        if lines and abs(word_middle(word) - word_middle(lines[-1][0])) <= (word.box[3] - word.box[1]) / 2:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    return lines
+
+
+def word_middle(word: RawWord) -> float:
+    return (word.box[1] + word.box[3]) / 2
+
+
 def clean_rows(grid: Grid, cells: list[list[Cell]], *, drawn_columns: bool = True) -> list[list[Cell]]:
     """Logical rows of non-empty columns, currency signs joined to their numbers; empty rows dropped.
 

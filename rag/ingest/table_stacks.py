@@ -10,7 +10,7 @@ Both leave ordinary grids alone: there a drawn row is a table row and a drawn co
 from __future__ import annotations
 
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import Box, Cell, Grid, cell_text, merge_runs
+from rag.ingest.table_grid import Box, Cell, Grid, cell_text, merge_runs, text_lines, word_middle
 from rag.text.table_text import is_figure
 
 FILLED_LINE_GAP = 15.0  # points from a cell's right edge: a line of text that reaches it was wrapped there
@@ -46,7 +46,7 @@ def split_stacked_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[
         edges = [top, *starts[1:], bottom]
         for upper, lower in zip(edges, edges[1:]):
             new_grid.append([None if box is None else (box[0], upper, box[2], lower) for box in boxes])
-            new_cells.append([[word for word in cell if upper <= _middle(word) < lower] for cell in row])
+            new_cells.append([[word for word in cell if upper <= word_middle(word) < lower] for cell in row])
     return new_grid, new_cells
 
 
@@ -58,15 +58,16 @@ def _stacked_starts(row: list[Cell], label_right: float) -> list[float]:
     matter beside its response) or a long label wrapped in a narrow column; a row whose value cells are mostly
     one line is one row with a few wrapped cells; labels that are figures are a chart's axis.
     """
-    labels = _text_lines(row[0])
+    labels = text_lines(row[0])
+    value_lines = [text_lines(cell) for cell in row[1:]]
     aligned = [line for line in labels
                if not is_figure(cell_text(line))
-               and any(abs(_middle(other[0]) - _middle(line[0])) < _height(line[0]) / 2
-                       for cell in row[1:] for other in _text_lines(cell))]
+               and any(abs(word_middle(other[0]) - word_middle(line[0])) < _height(line[0]) / 2
+                       for lines in value_lines for other in lines)]
     wrapped = [line for line in labels[:-1] if label_right - max(word.box[2] for word in line) < FILLED_LINE_GAP
                and not is_figure(max(line, key=lambda word: word.box[2]).text)]
-    values = [cell for cell in row[1:] if cell]
-    stacked = [cell for cell in values if len(_text_lines(cell)) >= 2]
+    values = [lines for lines in value_lines if lines]
+    stacked = [lines for lines in values if len(lines) >= 2]
     if len(aligned) < 2 or 2 * len(wrapped) > len(labels) - 1 or 2 * len(stacked) <= len(values):
         return []
     return [min(word.box[1] for word in line) - 0.5 for line in labels]
@@ -81,7 +82,7 @@ def split_stacked_columns(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, li
     width = max((len(row) for row in grid), default=0)
     edges: dict[int, list[float]] = {}
     for c in range(width):
-        lines = [_runs(line) for row in cells if c < len(row) for line in _text_lines(row[c])]
+        lines = [_runs(line) for row in cells if c < len(row) for line in text_lines(row[c])]
         fullest = max((len(runs) for runs in lines), default=0)
         spans = merge_runs([run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs])
         if len(spans) >= 2:
@@ -106,20 +107,6 @@ def split_stacked_columns(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, li
 
 def _runs(line: Cell) -> list[tuple[float, float]]:
     return merge_runs([(word.box[0], word.box[2]) for word in line])
-
-
-def _text_lines(cell: Cell) -> list[Cell]:
-    lines: list[Cell] = []
-    for word in sorted(cell, key=_middle):
-        if lines and abs(_middle(word) - _middle(lines[-1][0])) < _height(word) / 2:
-            lines[-1].append(word)
-        else:
-            lines.append([word])
-    return lines
-
-
-def _middle(word: RawWord) -> float:
-    return (word.box[1] + word.box[3]) / 2
 
 
 def _height(word: RawWord) -> float:
