@@ -62,16 +62,25 @@ def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[B
             continue
         if sum(1 for x, y in strokes if bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]) >= MAX_PLOT_STROKES:
             continue
-        inside = [word for word in words if _centre_in(word.box, bbox)]
-        body = [word for word in inside if word.box[1] >= ys[1] - 1]  # below the rule under the header
-        columns = _columns(body, x0, x1)
-        if len(columns) < 2 or not (_has_figure_column(body, columns) or _captioned(bbox, captions)):
-            continue
-        rows = _join_wrapped_rows(_rows(inside, ys[0], ys[-1]), columns, inside)
-        if len(rows) < 2:
-            continue
-        tables.append((bbox, [[(left, top, right, bottom) for left, right in columns] for top, bottom in rows]))
+        grid = text_grid(words, bbox, header_bottom=ys[1], need_figures=not _captioned(bbox, captions))
+        if grid:
+            tables.append((bbox, grid))
     return tables
+
+
+def text_grid(words: list[RawWord], bbox: Box, *, header_bottom: float, need_figures: bool) -> Grid | None:
+    """The grid of a table without drawn columns: a row per text line (wrapped lines joined), columns at the gaps
+    its body (below ``header_bottom``) leaves; None for fewer than two columns or rows, or, with ``need_figures``,
+    without a column of figures."""
+    inside = [word for word in words if _centre_in(word.box, bbox)]
+    body = [word for word in inside if word.box[1] >= header_bottom - 1]
+    columns = _columns(body, bbox[0], bbox[2])
+    if len(columns) < 2 or (need_figures and not _has_figure_column(body, columns)):
+        return None
+    rows = _join_wrapped_rows(_rows(inside, bbox[1], bbox[3]), columns, inside)
+    if len(rows) < 2:
+        return None
+    return [[(left, top, right, bottom) for left, right in columns] for top, bottom in rows]
 
 
 def _rule_groups(drawings: list[dict], max_gap: float = MAX_RULE_GAP) -> list[tuple[float, float, list[float]]]:
@@ -192,7 +201,9 @@ def _continues(line: dict[int, list[RawWord]], first: dict[int, list[RawWord]],
         return line[0][0].text[:1].islower() and set(line) < set(first)
     in_words = not _has_figure(first) and not any(min(cell, key=lambda word: word.box[0]).text[:1].isupper()
                                                   for cell in line.values())
-    return in_words or all(max(word.box[2] for word in first[c]) >= _near_right(columns[c]) for c in line)
+    # a figure set flush right has not run out of room ("32" over the heading "Males")
+    return in_words or all(max(word.box[2] for word in first[c]) >= _near_right(columns[c])
+                           and not any(_is_figure(word.text) for word in first[c]) for c in line)
 
 
 def _has_figure(line: dict[int, list[RawWord]]) -> bool:

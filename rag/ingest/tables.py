@@ -1,12 +1,12 @@
 """Tables found by PyMuPDF become Markdown blocks whose every cell word keeps its box.
 
 ``find_tables`` takes the page's text lines (``RawLine`` blocks), asks ``page.find_tables()`` where
-the tables are (and ``rag.ingest.rule_tables`` for tables drawn with horizontal rules only), moves
-every word inside a table into its cell and the caption lines above it into the table, and returns
-the page as a list of items: text blocks (without the table's words, so the running text never
-repeats a cell) and ``TableBlock``s, each before the first text block below it. Column
-headings printed above the ruled part ("2021  2022") become the header row; the grid's quirks are
-straightened out by ``rag.ingest.table_grid``.
+the tables are (``rag.ingest.rule_tables`` for tables ruled only across, ``rag.ingest.caption_tables`` for
+aligned text beside a "Table N" caption), moves every word inside a table into its cell and the caption lines
+above it into the table, and returns the page as a list of items: text blocks (without the table's words, so
+the running text never repeats a cell) and ``TableBlock``s, each before the first text block below it. Column
+headings printed above the ruled part ("2021  2022") become the header row; ``rag.ingest.table_grid``
+straightens out the grid's quirks.
 
 ``TableBlock.parts`` lays a table out as Markdown text pieces, each cell word paired with its box, so
 the page text can be built with exact word offsets: a citation of one row highlights that row. A table
@@ -15,21 +15,19 @@ longer than the chunk size is split into parts that each repeat the caption and 
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from typing import Union
 
 import pymupdf
 
+from rag.ingest.caption_tables import caption_tables
 from rag.ingest.pdf_layout import RawLine, RawWord
 from rag.ingest.rule_tables import rule_tables
 from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.ingest.table_stacks import unstack
 from rag.text.language import CJK_RE, count_tokens
 from rag.text.table_captions import CAPTION_LABEL_RE
-
-logger = logging.getLogger(__name__)
 
 MAX_CAPTION_ROWS = 6
 MAX_CAPTION_TOKENS = 40
@@ -89,11 +87,12 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
     for table in found:
         grid = [[tuple(cell) if cell is not None else None for cell in row.cells] for row in table.rows]
         items = _cut_out(items, tuple(table.bbox), grid, drawn_columns=True)
-    words = (word for block in blocks for line in block for word in line.words)
-    taken = [tuple(table.bbox) for table in found]
     lines = [line for block in blocks for line in block]
+    words = [word for line in lines for word in line.words]
     captions = [(line.x0, line.y0, line.x1, line.y1) for line in lines if CAPTION_LABEL_RE.match(line_text(line))]
-    for bbox, grid in rule_tables(drawings, words, taken=taken, captions=captions):
+    ruled = rule_tables(drawings, words, taken=[tuple(table.bbox) for table in found], captions=captions)
+    taken = [tuple(table.bbox) for table in found] + [bbox for bbox, _ in ruled]
+    for bbox, grid in ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width):
         items = _cut_out(items, bbox, grid, drawn_columns=False)
     return items
 

@@ -16,10 +16,12 @@ ROWS = [("Model", "PopQA", "TQA", "Bio"),
         ("Ours 13B", "55.8", "69.3", "80.2")]
 
 
-def _ruled_page(path: Path, rows: list[tuple[str | None, ...]], *, ruled: bool = True) -> Path:
+def _ruled_page(path: Path, rows: list[tuple[str | None, ...]], *, ruled: bool = True,
+                caption: str | None = "Table 2: Results on three tasks.") -> Path:
     doc = pymupdf.open()
     page = doc.new_page()
-    page.insert_text((72, 90), "Table 2: Results on three tasks.", fontname="tiro", fontsize=9)
+    if caption:
+        page.insert_text((72, 90), caption, fontname="tiro", fontsize=9)
     y = 120.0
     rules = [y - 12]
     for number, row in enumerate(rows):
@@ -61,10 +63,16 @@ def test_rules_around_text_are_no_table(tmp_path: Path) -> None:
     assert "Update the model on the corpus" in page.text
 
 
-def test_figures_without_rules_stay_text(tmp_path: Path) -> None:
-    page = parse_file(_ruled_page(tmp_path / "plain.pdf", ROWS, ruled=False)).pages[0]
+def test_figures_without_rules_or_caption_stay_text(tmp_path: Path) -> None:
+    page = parse_file(_ruled_page(tmp_path / "plain.pdf", ROWS, ruled=False, caption=None)).pages[0]
     assert page.tables == []
     assert "55.8" in page.text
+
+
+def test_figures_without_rules_under_a_caption_are_a_table(tmp_path: Path) -> None:
+    page = parse_file(_ruled_page(tmp_path / "captioned.pdf", ROWS, ruled=False)).pages[0]
+    assert len(page.tables) == 1  # rag.ingest.caption_tables; more in test_caption_tables.py
+    assert "| Alpaca 13B | 24.4 | 61.3 | 50.2 |" in page.text[page.tables[0].start:page.tables[0].end]
 
 
 def test_a_chart_between_rules_is_no_table(tmp_path: Path) -> None:

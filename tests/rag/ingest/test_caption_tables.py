@@ -1,0 +1,77 @@
+"""Tables of aligned text found by their "Table N" caption, with no rules drawn (``rag.ingest.caption_tables``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+
+from rag.ingest.parse import parse_file
+
+PROSE = ("Retrieval helps most on long-tail questions, where the model has seen the entity rarely in "
+         "pretraining. We therefore report results per popularity bucket and discuss the failure cases "
+         "in the appendix, together with the prompts that every baseline used in our experiments. ") * 3
+
+
+def _two_column_page(path: Path, *, table: bool) -> Path:
+    """A paper page in two columns; the left column holds "Table 3" (rows of figures over their caption) when
+    ``table``, and the right column running text from top to bottom."""
+    doc = pymupdf.open()
+    page = doc.new_page()  # 612 x 792
+    y = 90.0
+    if table:
+        for row in (("Split", "Train", "Test"), ("QQP 50K", "46,000", "4,000"), ("MSRPC", "2,203", "1,147"),
+                    ("ParaSCI ACL", "28,883", "2,345")):
+            for x, text in zip((60.0, 170.0, 230.0), row):
+                page.insert_text((x, y), text, fontname="tiro", fontsize=9)
+            y += 13
+        page.insert_text((60, y + 10), "Table 3: Dataset split sizes.", fontname="tiro", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(60, y + 30, 290, 740), PROSE, fontname="tiro", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(320, 80, 552, 740), PROSE, fontname="tiro", fontsize=9)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_rows_of_figures_over_a_caption_in_one_column_are_a_table(tmp_path: Path) -> None:
+    page = parse_file(_two_column_page(tmp_path / "paper.pdf", table=True)).pages[0]
+    assert len(page.tables) == 1
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert "| MSRPC | 2,203 | 1,147 |" in table
+    assert "Retrieval" not in table  # the other column's text stays running text
+    running = page.text[:page.tables[0].start] + page.text[page.tables[0].end:]
+    assert "2,203" not in running
+
+
+def test_two_columns_of_prose_under_a_caption_are_no_table(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((230, 70), "Table 1: Prompt lines used.", fontname="tiro", fontsize=9)  # its table is elsewhere
+    page.insert_textbox(pymupdf.Rect(60, 90, 290, 740), PROSE, fontname="tiro", fontsize=9)
+    page.insert_textbox(pymupdf.Rect(320, 90, 552, 740), PROSE, fontname="tiro", fontsize=9)
+    doc.save(tmp_path / "prose.pdf")
+    doc.close()
+    assert parse_file(tmp_path / "prose.pdf").pages[0].tables == []
+
+
+def test_a_chinese_table_under_its_wrapped_caption(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    caption = "表5.1: 字体命令。声明形式的命令影响其后的全部文字，带参数形式的命令只影响参数里的"
+    page.insert_text((100, 80), caption, fontname="china-s", fontsize=9)
+    page.insert_text((100, 92), "文字。", fontname="china-s", fontsize=9)
+    y = 112.0
+    for row in (("\\rmfamily", "\\textrm{...}", "衬线字体"), ("\\bfseries", "\\textbf{...}", "粗体"),
+                ("\\itshape", "\\textit{...}", "意大利斜体"), ("\\ttfamily", "\\texttt{...}", "等宽字体")):
+        for x, text in zip((100.0, 200.0, 320.0), row):
+            page.insert_text((x, y), text, fontname="china-s", fontsize=9)
+        y += 13
+    after = "这些命令可以嵌套使用，在正文里切换字体时应当尽量使用带参数的形式，以免影响后面的文字。"
+    page.insert_text((100, y + 20), after, fontname="china-s", fontsize=9)
+    doc.save(tmp_path / "zh.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "zh.pdf").pages[0]
+    assert len(page.tables) == 1
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert "| \\bfseries | \\textbf{...} | 粗体 |" in table
+    assert "文字。" not in table and "嵌套" not in table  # the caption's wrapped line and the text under it
