@@ -167,10 +167,12 @@ def _cells(line: list[RawWord]) -> list[list[RawWord]]:
 
 
 def _is_prose(line: list[RawWord], width: float) -> bool:
-    """A sentence as wide as ``PROSE_SHARE`` of the column, or two side by side (a page in two columns)."""
+    """A line that starts with a sentence as wide as ``PROSE_SHARE`` of the column, or two sentences side by side (a
+    page in two columns). A wide sentence after a short first cell is a table's column of descriptions."""
     cells = [(cell[-1].box[2] - cell[0].box[0], " ".join(word.text for word in cell)) for cell in _cells(line)]
     sentences = [cell_width for cell_width, text in cells if _is_sentence(text)]
-    return any(cell_width >= PROSE_SHARE * width for cell_width in sentences) or sum(
+    first_width, first_text = cells[0]
+    return (first_width >= PROSE_SHARE * width and _is_sentence(first_text)) or sum(
         1 for cell_width in sentences if cell_width >= SIDE_BY_SIDE_SHARE * width) >= 2
 
 

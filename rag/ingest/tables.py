@@ -23,7 +23,7 @@ import pymupdf
 
 from rag.ingest.caption_tables import caption_tables
 from rag.ingest.pdf_layout import RawLine, RawWord
-from rag.ingest.rule_tables import rule_tables
+from rag.ingest.rule_tables import has_ruling, rule_tables
 from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.ingest.table_stacks import unstack
 from rag.text.language import CJK_RE, count_tokens
@@ -95,34 +95,6 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
     for bbox, grid in ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width):
         items = _cut_out(items, bbox, grid, drawn_columns=False)
     return items
-
-
-def has_ruling(drawings: list[dict]) -> bool:
-    """Whether a page's drawings (``page.get_cdrawings()``) hold enough straight lines for a table of two
-    rows (three rules across).
-
-    ``find_tables`` looks for tables in ruling lines and costs ~0.1-0.3 s a page (it rebuilds every
-    character in Python); this check reads only the drawings (~2 ms) and spares it most pages of
-    papers, which have no ruled tables at all.
-    """
-    across: set[int] = set()
-    down: set[int] = set()
-    for path in drawings:
-        for item in path["items"]:
-            if item[0] == "l":
-                (x0, y0), (x1, y1) = item[1], item[2]
-                if abs(y0 - y1) < 1 and abs(x1 - x0) > 5:
-                    across.add(round(y0))
-                elif abs(x0 - x1) < 1 and abs(y1 - y0) > 5:
-                    down.add(round(x0))
-            elif item[0] in ("re", "qu"):
-                rect = pymupdf.Rect(item[1]) if item[0] == "re" else pymupdf.Quad(item[1]).rect
-                if rect.width > 5:
-                    across.update((round(rect.y0), round(rect.y1)))
-                if rect.height > 5:
-                    down.update((round(rect.x0), round(rect.x1)))
-    # either orientation: drawings of a rotated page are in unrotated coordinates
-    return (len(across) >= 3 and len(down) >= 1) or (len(down) >= 3 and len(across) >= 1)
 
 
 def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool) -> list[Item]:
@@ -207,6 +179,7 @@ def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLin
                      key=lambda entry: entry[2].x0)  # a bold "Table 2:" and the words set beside it
         if CAPTION_LABEL_RE.match(line_text(row[0][2])):
             chosen += row
+            chosen += _caption_continued(row, [entry for entry in lines if entry not in chosen])
     taken = {(i, j) for i, j, _ in chosen}
     kept: list[Item] = []
     for i, item in enumerate(items):
@@ -214,6 +187,20 @@ def _take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLin
         if rest:
             kept.append(rest)
     return kept, sorted((line for _, _, line in chosen), key=lambda line: (round(line.y0), line.x0))
+
+
+def _caption_continued(label_row: list[tuple[int, int, RawLine]],
+                       lines: list[tuple[int, int, RawLine]]) -> list[tuple[int, int, RawLine]]:
+    """The lines that carry on a caption below its table ("… when adapt-" / "ing GPT2 medium on QQP 50K."), set
+    as close as the lines of one paragraph, up to ``MAX_CAPTION_TOKENS`` in all."""
+    taken, last = [], label_row[0][2]
+    while True:
+        close = [entry for entry in lines if 0 <= entry[2].y0 - last.y1 < 0.5 * last.height and entry not in taken]
+        tokens = count_tokens(" ".join(line_text(entry[2]) for entry in label_row + taken + close))
+        if not close or tokens > MAX_CAPTION_TOKENS:
+            return taken
+        taken += close
+        last = max((entry[2] for entry in close), key=lambda line: line.y1)
 
 
 def _header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tuple[list[Cell] | None, list[RawLine]]:
