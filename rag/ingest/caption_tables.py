@@ -9,8 +9,10 @@ or more cells apart by more than a word space, or a short heading line over a bl
 Baselines") — and stop at running text, a wide gap or another caption. Three or more rows of cells make a
 table, whose grid comes from the same gaps as a booktabs table's (``rule_tables.text_grid``).
 
-A page in two columns puts two lines of prose side by side with the gutter between them, which would look
-like two cells: a cell as wide as ``PROSE_SHARE`` of the caption's column is running text, never a cell.
+Running text ends the walk: a line that starts with a sentence as wide as ``PROSE_SHARE`` of the column, or two
+sentences side by side — a page in two columns puts two lines of prose on one baseline with the gutter between
+them, which would otherwise look like two cells. On such a page (more sentences on each side of the middle than
+across it) a caption off the middle looks only at its own column.
 """
 
 from __future__ import annotations
@@ -51,11 +53,11 @@ def caption_tables(words: list[RawWord], captions: Sequence[Box], *, taken: list
             continue  # a sentence that names the table ("表3.2 列出了部分箭头"), not its caption
         caption = _caption_extent(label, words)
         left, right = _column(caption, page_width) if two_columns else (0.0, page_width)
+        occupied = [*taken, *(table[0] for table in tables)]
         free = [word for word in words if left <= (word.box[0] + word.box[2]) / 2 <= right
-                and not _inside(word.box, caption)
-                and not any(_inside(word.box, box) for box in [*taken, *(table[0] for table in tables)])]
+                and not _inside(word.box, caption) and not any(_inside(word.box, box) for box in occupied)]
         lines = text_lines(free)
-        if _beside_table(caption, lines, [*taken, *(table[0] for table in tables)]):
+        if _beside_table(caption, lines, occupied):
             continue  # the caption of a table found already
         above = [line for line in lines if _bottom(line) <= caption[1] + 1][::-1]
         below = [line for line in lines if _top(line) >= caption[3] - 1]

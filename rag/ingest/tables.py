@@ -28,6 +28,7 @@ from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number,
 from rag.ingest.table_stacks import unstack
 from rag.text.language import CJK_RE, count_tokens
 from rag.text.table_captions import CAPTION_LABEL_RE
+from rag.text.table_text import is_figure
 
 MAX_CAPTION_ROWS = 6
 MAX_CAPTION_TOKENS = 40
@@ -48,20 +49,24 @@ class TableBlock:
     rows: list[list[Cell]]
 
     def parts(self, max_tokens: int) -> list[tuple[list[Piece], int]]:
-        """Markdown parts of at most ``max_tokens`` (one body row at least): (text pieces, body rows)."""
+        """Markdown parts of at most ``max_tokens`` (one body row at least): (text pieces, body rows). A part that
+        starts inside a group of rows repeats its heading row ("GPT2 Baselines", "流动资产："): they need it."""
         caption = _caption_pieces(self.caption)
         header = _row_pieces(self.header) + [("\n|" + "|".join(" --- " for _ in self.header) + "|", None)]
         overhead = count_tokens(" ".join(text for text, _ in caption + header))
+        headings = _heading_rows(self.rows)
         parts: list[tuple[list[Piece], int]] = []
-        current: list[Piece] = []
-        rows = 0
-        used = overhead
-        for row in self.rows:
+        current, rows, used = [], 0, overhead
+        spanning, group = [], []  # the last heading with text across the columns, and the last label-only one since
+        for number, row in enumerate(self.rows):
             pieces = [("\n", None)] + _row_pieces(row)
             size = count_tokens(" ".join(text for text, _ in pieces))
             if rows and used + size > max_tokens:
                 parts.append((caption + header + current, rows))
-                current, rows, used = [], 0, overhead
+                current = [] if number in headings else spanning + group
+                rows, used = 0, overhead + count_tokens(" ".join(text for text, _ in current))
+            if number in headings:
+                spanning, group = (pieces, []) if any(row[1:]) else (spanning, pieces)
             current += pieces
             rows += 1
             used += size
@@ -288,6 +293,13 @@ def _caption_pieces(lines: list[RawLine]) -> list[Piece]:
     if pieces:
         pieces.append(("\n", None))
     return pieces
+
+
+def _heading_rows(rows: list[list[Cell]]) -> set[int]:
+    """The rows without a figure in a table whose other rows have some: headings of the groups below them."""
+    texts = [[" ".join(word.text for word in cell) for cell in row[1:]] for row in rows]
+    plain = {number for number, cells in enumerate(texts) if not any(is_figure(text) for text in cells if text)}
+    return plain if len(plain) < len(rows) else set()
 
 
 def _row_pieces(row: list[Cell]) -> list[Piece]:
