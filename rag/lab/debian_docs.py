@@ -1,8 +1,10 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth held-out table set from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth and seventh held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
-estimates) and the Chinese LaTeX manuals and report templates of ``texlive-lang-chinese``. They are not
+estimates) and the Chinese LaTeX manuals and report templates of ``texlive-lang-chinese``;
+``table_questions_holdout7.json`` on thirteen more (coin's and quantreg's papers, the fontspec, xcolor and
+polyglossia manuals, and ctex's and other Chinese package manuals). They are not
 copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian
 registry is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the listed PDFs, each
 checked against its SHA-256 so that every run reads the bytes the questions were written on.
@@ -69,6 +71,46 @@ DOCS = (
     DebianDoc("texproposal.pdf", "texlive-lang-chinese", "2022.20230122-1",
               "usr/share/doc/texlive-doc/latex/texproposal/texproposal.pdf",
               "62c7104ce68de476b5db1b511aeaff46190495509acc1b73d00ffac1de0189a3"),
+    # the seventh held-out set (table_questions_holdout7.json)
+    DebianDoc("MAXtest.pdf", "r-cran-coin", "1.4-2-1+b1",
+              "usr/lib/R/site-library/coin/doc/MAXtest.pdf",
+              "72fa46702db8e213526f050aef50fb36c57ee2d84c065976a22fb80352e17cde"),
+    DebianDoc("coin-Implementation.pdf", "r-cran-coin", "1.4-2-1+b1",
+              "usr/lib/R/site-library/coin/doc/Implementation.pdf",
+              "abfc4f61cb2b75bfa3b963f89a7eea1bc345d033f201d82c5f5d8ae79c1d82b5"),
+    DebianDoc("crq.pdf", "r-cran-quantreg", "5.94-1",
+              "usr/lib/R/site-library/quantreg/doc/crq.pdf",
+              "e480d79e975428b982605324e4fae1d04ef3ba8ec5b26832f46c4dba20039160"),
+    DebianDoc("ctex.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/ctex/ctex.pdf",
+              "372421fadf1a7cc053f129e89ab53800c80643865498e4b0b297fc180e21e5d7"),
+    DebianDoc("exam-zh-doc.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/xelatex/exam-zh/doc/exam-zh-doc.pdf",
+              "c870f7f89b59f7a432bedfe80100c8ebfc390967fd279ff625b81d8e6fca076b"),
+    DebianDoc("fduthesis.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/fduthesis/fduthesis.pdf",
+              "b92af9f47649fc7281df0cebfd00312350b40e1baf73f0c433e8e3467a06d79c"),
+    DebianDoc("fontspec.pdf", "texlive-latex-recommended-doc", "2022.20230122-3",
+              "usr/share/doc/texlive-doc/latex/fontspec/fontspec.pdf",
+              "811067aa38ccb352a77f58ce844896b1d9ea31b7e385f8e2bb13338ce812c33e"),
+    DebianDoc("polyglossia.pdf", "texlive-latex-recommended-doc", "2022.20230122-3",
+              "usr/share/doc/texlive-doc/latex/polyglossia/polyglossia.pdf",
+              "cbe8265b0db057f834d4be1e8c834002c6977defed8b9b878f2cd009e1642f8d"),
+    DebianDoc("qyxf-book-doc.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/qyxf-book/qyxf-book-doc.pdf",
+              "cce3aec57449c26d39a3ab057f37f5cb0eae1709660fd16342d0245d4772eab7"),
+    DebianDoc("tlmgr-intro-zh-cn.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/support/tlmgr-intro-zh-cn/tlmgr-intro-zh-cn.pdf",
+              "93e839c880059150bbc09717ed2f1126b7d4721c3b99f0bf8b68bff0afb39b84"),
+    DebianDoc("xcolor.pdf", "texlive-latex-recommended-doc", "2022.20230122-3",
+              "usr/share/doc/texlive-doc/latex/xcolor/xcolor.pdf",
+              "d354360b1216cf8c9618571434a34e9e7683c2cec426e6156b4c5fb80af49e41"),
+    DebianDoc("zhlineskip.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/zhlineskip/zhlineskip.pdf",
+              "c2ebbb8aae04bc08a27d5663cf3ce7f0e5af1c38c379fdd482706ddf422735e4"),
+    DebianDoc("zhlipsum.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/zhlipsum/zhlipsum.pdf",
+              "bcaa7e2fe66017fa756cc1db62f3c5ef98e65a255212b4001522b165155a17e3"),
 )
 
 
