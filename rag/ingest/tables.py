@@ -296,11 +296,11 @@ def _caption_pieces(lines: list[RawLine]) -> list[Piece]:
 
 
 def _heading_rows(rows: list[list[Cell]]) -> set[int]:
-    """Headings of the groups below them: rows with at most a third of their cells right of the label filled, none
+    """Headings of the groups below them: rows with at most half their cells right of the label filled, none
     with a figure ("Ours", "Method | Dataset: ParaSCI ACL"), in a table whose other rows have figures."""
     texts = [[" ".join(word.text for word in cell) for cell in row[1:] if cell] for row in rows]
     plain = {number for number, cells in enumerate(texts)
-             if not any(is_figure(text) for text in cells) and len(cells) <= len(rows[number][1:]) / 3}
+             if not any(is_figure(text) for text in cells) and len(cells) <= len(rows[number][1:]) / 2}
     return plain if len(plain) < len(rows) else set()
 
 

@@ -244,6 +244,25 @@ def test_a_number_wrapped_in_a_narrow_cell_is_written_whole() -> None:
     assert "| 2019-056 | 2019 2018 | 2019/12/21 |" in text  # codes and dates go on; stacked values do not
 
 
+def test_a_part_that_starts_inside_a_group_repeats_its_heading_rows() -> None:
+    def row(y: float, *texts: str) -> list[list[RawWord]]:
+        return [[_word(text, 60 * c, y)] if text else [] for c, text in enumerate(texts)]
+
+    header = row(0, "Method", "BLEU", "SARI", "BLEU", "SARI")
+    rows = [row(20, "Method", "", "ParaSCI", "", "MSRPC"), row(40, "Baselines", "", "", "", ""),
+            *(row(60 + 20 * n, f"Tuning{n}", f"{n}.1", f"{n}.2", f"{n}.3", f"{n}.4") for n in range(6)),
+            row(200, "Ours", "", "", "", ""), row(220, "RAPT", "9.1", "9.2", "9.3", "9.4")]
+    block = TableBlock(bbox=(0, 0, 300, 240), caption=[], header=header, rows=rows)
+    bodies = [("".join(text for text, _ in pieces)).split("| --- |")[-1].strip().split("\n")
+              for pieces, _ in block.parts(20)]
+    assert len(bodies) == 4
+    assert bodies[1][:3] == ["| Method |  | ParaSCI |  | MSRPC |", "| Baselines |  |  |  |  |",
+                             "| Tuning2 | 2.1 | 2.2 | 2.3 | 2.4 |"]  # the dataset and the group of its rows
+    assert bodies[3] == ["| Method |  | ParaSCI |  | MSRPC |", "| Ours |  |  |  |  |",
+                         "| RAPT | 9.1 | 9.2 | 9.3 | 9.4 |"]
+    assert sum(body.count("| Tuning3 | 3.1 | 3.2 | 3.3 | 3.4 |") for body in bodies) == 1  # body rows are not repeated
+
+
 def test_a_row_of_text_wrapped_in_its_cells_is_one_row() -> None:
     # the grid draws every printed line as a row of its own, the cells' edges staggered between columns
     grid = [[(0, 0, 100, 12), (100, 0, 200, 8), (200, 0, 260, 12)],
