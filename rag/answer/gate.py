@@ -35,6 +35,7 @@ from llama_index.core.llms import LLM
 from rag.answer.types import Source
 from rag.text.splitting import passage_sentences
 from rag.text.tokenizer import tokenize
+from rag.retrieval.evidence import without_frame
 from rag.retrieval.query import RetrievalResult
 from rag.prompts import ANSWER_CHECK_LINE
 
@@ -216,13 +217,13 @@ def question_coverage(question: str, sources: Sequence[Source],
                       idf: Callable[[Iterable[str]], dict[str, float]]) -> float | None:
     """The IDF-weighted share of the question's search terms found in the one source sentence that holds
     most of them (0..1); None when the question has no search terms (question words such as "what" or
-    哪个 do not count) or there are no sources.
+    哪个 do not count, nor "stand for") or there are no sources.
 
     A question is usually answered by one sentence that repeats its rare words: a passage that only shares
     the topic (same article, same product) holds the common words but not the specific ones. Terms are the
     BM25 tokens (English stems, Chinese words) weighted by ``idf`` (``KeywordIndex.idf``).
     """
-    wanted = [t for t in dict.fromkeys(tokenize(question)) if t not in QUESTION_WORDS]
+    wanted = [t for t in dict.fromkeys(tokenize(without_frame(question))) if t not in QUESTION_WORDS]
     if not wanted or not sources:
         return None
     weights = idf(wanted)

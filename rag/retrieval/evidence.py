@@ -14,6 +14,7 @@ page); ``metadata["evidence"]`` records the kept character spans of the chunk.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -34,6 +35,14 @@ QUESTION_WORDS = frozenset(
     "what who whom whose when where whi how which did doe do were was is are mani much "
     "什么 哪 哪个 哪些 哪里 哪儿 谁 何时 何 多少 几 几个 如何 怎么 怎样 怎么样 为什么 为何 是否 吗 呢".split())
 
+# "What does RAPT stand for?": the sentence that answers spells the name out ("Retrieval Augmented Prompt Tuning
+# (RAPT)") and seldom says "stand", which a rare "long-standing" elsewhere would otherwise outweigh.
+_EXPANSION_FRAME_RE = re.compile(r"\b(?:stands?|short)\s+for\b", re.IGNORECASE)
+# The sentence that defines an acronym the question names ("… Prompt Tuning (RAPT) as a …") says what it is, even
+# when another sentence shares more of the question's words ("NC-RAPT … using …").
+_ACRONYM_RE = re.compile(r"\b[A-Z][A-Z0-9-]*[A-Z]\b")
+DEFINITION_BONUS = 0.5
+
 
 @dataclass
 class _Sentence:
@@ -46,11 +55,17 @@ class _Sentence:
 
 
 def question_terms(question: str, idf: IdfLookup | None) -> dict[str, float]:
-    """The question's search terms (question words dropped) with their IDF weights (1.0 each without IDF)."""
-    terms = [t for t in dict.fromkeys(tokenize(question)) if t not in QUESTION_WORDS]
+    """The question's search terms (question words and an "X stand for" frame dropped) with their IDF weights (1.0
+    each without IDF)."""
+    terms = [t for t in dict.fromkeys(tokenize(without_frame(question))) if t not in QUESTION_WORDS]
     if not terms:
         return {}
     return idf(terms) if idf is not None else {t: 1.0 for t in terms}
+
+
+def without_frame(question: str) -> str:
+    """The question without an "X stand for" frame, whose words the answer seldom repeats."""
+    return _EXPANSION_FRAME_RE.sub(" ", question)
 
 
 def sentence_score(text: str, weights: dict[str, float]) -> float:
@@ -75,12 +90,14 @@ def fit_evidence(nodes: Sequence[NodeWithScore], question: str, max_tokens: int,
         overhead: Tokens each passage costs besides its text (the source fence). Defaults to 12.
     """
     weights = question_terms(question, idf)
+    definitions = [f"({acronym})" for acronym in dict.fromkeys(_ACRONYM_RE.findall(question))]
     texts = [item.node.get_content(metadata_mode=MetadataMode.NONE) for item in nodes]
     per_node: list[list[_Sentence]] = []
     for n, text in enumerate(texts):
         spans = passage_sentences(text) or ([(0, len(text))] if text.strip() else [])
         rank_bonus = 0.02 * (len(nodes) - n)  # ties go to the better-ranked passage
-        per_node.append([_Sentence(n, i, s, e, sentence_score(text[s:e], weights) + rank_bonus,
+        per_node.append([_Sentence(n, i, s, e, sentence_score(text[s:e], weights) + rank_bonus
+                                   + DEFINITION_BONUS * any(d in text[s:e] for d in definitions),
                                    count(text[s:e]) + 1) for i, (s, e) in enumerate(spans)])
     chosen: set[tuple[int, int]] = set()
     used = 0
@@ -114,6 +131,8 @@ def fit_evidence(nodes: Sequence[NodeWithScore], question: str, max_tokens: int,
         if not keep:
             continue
         out.append(_excerpt(item, texts[n], keep))
+    if _EXPANSION_FRAME_RE.search(question):  # "What does RAPT stand for?": the passage that spells it out answers
+        out.sort(key=lambda item: not any(d in item.node.get_content() for d in definitions))
     return out
 
 

@@ -136,6 +136,13 @@ def test_coverage_rewards_the_sentence_that_holds_the_rare_question_words() -> N
     assert question_coverage(question, [], idf) is None
 
 
+def test_an_acronym_question_is_covered_by_the_sentence_that_spells_it_out() -> None:
+    idf = lambda tokens: {t: {"rapt": 0.5, "stand": 3.0}.get(t, 1.0) for t in tokens}  # noqa: E731
+    definition = _source(1, "We propose Retrieval Augmented Prompt Tuning (RAPT) for paraphrase generation.")
+    assert question_coverage("What does RAPT stand for?", [definition], idf) == 1.0  # "stand for" asks, not searches
+    assert question_coverage("Where does RAPT stand?", [definition], idf) == pytest.approx(0.5 / 3.5, abs=1e-4)
+
+
 def test_chinese_coverage_uses_words_from_the_segmenter() -> None:
     idf = lambda tokens: {t: 1.0 for t in tokens}  # noqa: E731
     source = _source(1, "布洛芬成人每日最大剂量为1200毫克。请遵医嘱。")

@@ -46,6 +46,32 @@ def test_non_adjacent_sentences_are_joined_by_a_visible_gap() -> None:
     assert fitted[0].node.get_content() == "Chopin was born in Zelazowa Wola." + GAP + "Chopin died in Paris."
 
 
+def test_an_acronym_question_keeps_the_sentence_that_spells_it_out() -> None:
+    text = ("Paraphrase generation is a fundamental and long-standing task. " + FILLER +
+            " We propose Retrieval Augmented Prompt Tuning (RAPT) as a parameter-efficient method.")
+    rare_stand = {"rapt": 0.5, "stand": 3.0, "use": 0.2}  # RAPT in every table row, "long-standing" once
+
+    def idf(terms):
+        return {term: rare_stand.get(term, 1.0) for term in terms}
+
+    fitted = fit_evidence([_node("a", text)], "What does RAPT stand for, and what is it used for?", 28, count_tokens,
+                          idf=idf)
+    assert fitted[0].node.get_content() == text[text.index("We propose"):]  # not the "long-standing" sentence
+    using = " We also propose NC-RAPT, using prompt tokens for novelty control."
+    fitted = fit_evidence([_node("a", text + using)], "What does RAPT stand for, and what is it used for?", 28,
+                          count_tokens, idf=idf)
+    assert fitted[0].node.get_content() == text[text.index("We propose"):]  # the definition, not NC-RAPT's use
+
+
+def test_the_passage_that_spells_out_an_acronym_comes_first_when_asked_what_it_stands_for() -> None:
+    setting = _node("a", "For RAPT we set the prefix length to eight tokens.")
+    definition = _node("b", "We propose Retrieval Augmented Prompt Tuning (RAPT) for paraphrase generation.")
+    asked = fit_evidence([setting, definition], "What does RAPT stand for?", 200, count_tokens)
+    assert [n.node.node_id for n in asked] == ["b", "a"]
+    other = fit_evidence([setting, definition], "What prefix length does RAPT use?", 200, count_tokens)
+    assert [n.node.node_id for n in other] == ["a", "b"]  # rank order otherwise
+
+
 def test_the_postprocessor_fits_evidence_for_a_factoid_and_whole_passages_for_a_broad_question() -> None:
     long = _node("a", " ".join([FILLER] * 4 + ["The method uses reflection tokens to decide when to retrieve."]))
     processor = ContextBudgetPostprocessor(top_k=2, max_tokens=40, evidence=True, broad_max_tokens=400)
