@@ -38,7 +38,7 @@ QUESTION_WORDS = frozenset(
 # "What does RAPT stand for?": the sentence that answers spells the name out ("Retrieval Augmented Prompt Tuning
 # (RAPT)") and seldom says "stand", which a rare "long-standing" elsewhere would otherwise outweigh.
 _EXPANSION_FRAME_RE = re.compile(r"\b(?:stands?|short)\s+for\b", re.IGNORECASE)
-# The sentence that defines an acronym the question names ("… Prompt Tuning (RAPT) as a …") says what it is, even
+# Asked what an acronym stands for, the sentence that defines it ("… Prompt Tuning (RAPT) as a …") answers, even
 # when another sentence shares more of the question's words ("NC-RAPT … using …").
 _ACRONYM_RE = re.compile(r"\b[A-Z][A-Z0-9-]*[A-Z]\b")
 DEFINITION_BONUS = 0.5
@@ -90,7 +90,9 @@ def fit_evidence(nodes: Sequence[NodeWithScore], question: str, max_tokens: int,
         overhead: Tokens each passage costs besides its text (the source fence). Defaults to 12.
     """
     weights = question_terms(question, idf)
-    definitions = [f"({acronym})" for acronym in dict.fromkeys(_ACRONYM_RE.findall(question))]
+    # asked what an acronym stands for: the sentence that spells it out ("… (RAPT) …") answers
+    asks_expansion = bool(_EXPANSION_FRAME_RE.search(question))
+    definitions = [f"({acronym})" for acronym in dict.fromkeys(_ACRONYM_RE.findall(question))] if asks_expansion else []
     texts = [item.node.get_content(metadata_mode=MetadataMode.NONE) for item in nodes]
     per_node: list[list[_Sentence]] = []
     for n, text in enumerate(texts):
@@ -131,7 +133,7 @@ def fit_evidence(nodes: Sequence[NodeWithScore], question: str, max_tokens: int,
         if not keep:
             continue
         out.append(_excerpt(item, texts[n], keep))
-    if _EXPANSION_FRAME_RE.search(question):  # "What does RAPT stand for?": the passage that spells it out answers
+    if definitions:  # and its passage goes first
         out.sort(key=lambda item: not any(d in item.node.get_content() for d in definitions))
     return out
 
