@@ -34,8 +34,7 @@ from llama_index.core.llms import LLM
 
 from rag.answer.types import Source
 from rag.text.splitting import passage_sentences
-from rag.text.tokenizer import tokenize
-from rag.retrieval.evidence import without_frame
+from rag.retrieval.evidence import question_terms, sentence_score
 from rag.retrieval.query import RetrievalResult
 from rag.prompts import ANSWER_CHECK_LINE
 
@@ -124,11 +123,6 @@ def _calibrated(table: dict[tuple[str, str], Any], llm: LLM, settings: Any, lang
 
 YES_WORDS = ("yes", "Yes", "YES", " yes", " Yes", "是", "有", "包含")
 NO_WORDS = ("no", "No", "NO", " no", " No", "否", "不", "没有", "未")
-# Interrogatives and auxiliaries as the BM25 tokenizer leaves them (stemmed): the answer sentence seldom repeats
-# them, so they would only lower every question's coverage, by an amount that depends on the library's size.
-QUESTION_WORDS = frozenset(
-    "what who whom whose when where whi how which did doe do were was is are mani much "
-    "什么 哪 哪个 哪些 哪里 哪儿 谁 何时 何 多少 几 几个 如何 怎么 怎样 怎么样 为什么 为何 是否 吗 呢".split())
 _YES_RE = re.compile(r"^\W*(yes|是|有|包含)", re.IGNORECASE)
 _NO_RE = re.compile(r"^\W*(no|否|不|没有|未)", re.IGNORECASE)
 
@@ -223,19 +217,11 @@ def question_coverage(question: str, sources: Sequence[Source],
     the topic (same article, same product) holds the common words but not the specific ones. Terms are the
     BM25 tokens (English stems, Chinese words) weighted by ``idf`` (``KeywordIndex.idf``).
     """
-    wanted = [t for t in dict.fromkeys(tokenize(without_frame(question))) if t not in QUESTION_WORDS]
-    if not wanted or not sources:
+    weights = question_terms(question, idf)
+    if not weights or not sources or sum(weights.values()) <= 0:
         return None
-    weights = idf(wanted)
-    total = sum(weights.values())
-    if total <= 0:
-        return None
-    best = 0.0
-    for source in sources:
-        for start, end in passage_sentences(source.text):
-            present = set(tokenize(source.text[start:end]))
-            best = max(best, sum(w for term, w in weights.items() if term in present) / total)
-    return round(best, 4)
+    return round(max((sentence_score(source.text[start:end], weights) for source in sources
+                      for start, end in passage_sentences(source.text)), default=0.0), 4)
 
 
 def decide(p_yes: float | None, coverage: float | None, method: str, gate: Gate,

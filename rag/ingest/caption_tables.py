@@ -23,7 +23,7 @@ from statistics import median
 
 from rag.ingest.pdf_layout import RawWord
 from rag.ingest.rule_tables import text_grid
-from rag.ingest.table_grid import Box, Grid, text_lines, word_middle
+from rag.ingest.table_grid import Box, Grid, centre_in, text_lines, word_middle
 from rag.text.language import CJK_RE
 from rag.text.table_captions import CAPTION_LABEL_RE
 
@@ -46,16 +46,18 @@ CENTRED = 0.12  # of the page width: a caption centred this close to the middle 
 def caption_tables(words: list[RawWord], captions: Sequence[Box], *, taken: list[Box],
                    page_width: float) -> list[tuple[Box, Grid]]:
     """(bbox, grid) of each table of aligned text right over or under a caption line, outside ``taken``."""
+    if not captions:
+        return []  # most pages: spare them the two-column scan over every word
     tables: list[tuple[Box, Grid]] = []
     two_columns = _in_two_columns(words, page_width)
     for label in captions:
-        if _REFERS_RE.match("".join(word.text for word in words if _inside(word.box, label))):
+        if _REFERS_RE.match("".join(word.text for word in words if centre_in(word.box, label))):
             continue  # a sentence that names the table ("表3.2 列出了部分箭头"), not its caption
         caption = _caption_extent(label, words)
         left, right = _column(caption, page_width) if two_columns else (0.0, page_width)
         occupied = [*taken, *(table[0] for table in tables)]
         free = [word for word in words if left <= (word.box[0] + word.box[2]) / 2 <= right
-                and not _inside(word.box, caption) and not any(_inside(word.box, box) for box in occupied)]
+                and not centre_in(word.box, caption) and not any(centre_in(word.box, box) for box in occupied)]
         lines = text_lines(free)
         if _beside_table(caption, lines, occupied):
             continue  # the caption of a table found already
@@ -80,7 +82,7 @@ def _caption_extent(label: Box, words: list[RawWord]) -> Box:
     """The caption's first line: the label's line and the words right of it on the same baseline (PyMuPDF may
     read "Table 1.1" and the caption text after a wide space as two lines)."""
     x0, y0, x1, y1 = label
-    if len([word for word in words if _inside(word.box, label)]) > 2:
+    if len([word for word in words if centre_in(word.box, label)]) > 2:
         return label  # the caption's text is on the label's line already
     for word in sorted(words, key=lambda word: word.box[0]):
         height = word.box[3] - word.box[1]
@@ -198,8 +200,3 @@ def _top(line: list[RawWord]) -> float:
 
 def _bottom(line: list[RawWord]) -> float:
     return max(word.box[3] for word in line)
-
-
-def _inside(box: Box, bbox: Box) -> bool:
-    x, y = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    return bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 import pymupdf
 
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import Box, Grid, merge_runs, text_lines, word_middle
+from rag.ingest.table_grid import Box, Grid, centre_in, merge_runs, text_lines, word_middle
 
 MIN_RULE_WIDTH = 60.0  # points; shorter strokes are underlines or dashes
 SAME_EDGE = 1.5  # points; rules of one table start and end together
@@ -72,7 +72,7 @@ def text_grid(words: list[RawWord], bbox: Box, *, header_bottom: float, need_fig
     """The grid of a table without drawn columns: a row per text line (wrapped lines joined), columns at the gaps
     its body (below ``header_bottom``) leaves; None for fewer than two columns or rows, or, with ``need_figures``,
     without a column of figures."""
-    inside = [word for word in words if _centre_in(word.box, bbox)]
+    inside = [word for word in words if centre_in(word.box, bbox)]
     body = [word for word in inside if word.box[1] >= header_bottom - 1]
     columns = _columns(body, bbox[0], bbox[2])
     if len(columns) < 2 or (need_figures and not _has_figure_column(body, columns)):
@@ -258,11 +258,6 @@ def _is_figure(text: str) -> bool:
     """A number, perhaps with a unit of up to three letters ("52.2M", "2x80GB"), a dash or a "±"."""
     text = text.strip("*†‡")
     return text in _DASHES or bool(_FIGURE_START_RE.match(text)) and sum(char.isalpha() for char in text) <= 3
-
-
-def _centre_in(box: Box, bbox: Box) -> bool:
-    x, y = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    return bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]
 
 
 def _overlaps(a: Box, b: Box) -> bool:

@@ -83,6 +83,12 @@ def word_middle(word: RawWord) -> float:
     return (word.box[1] + word.box[3]) / 2
 
 
+def centre_in(box: Box, bbox: Box) -> bool:
+    """Whether the centre of ``box`` lies inside ``bbox`` (edges included)."""
+    x, y = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]
+
+
 def clean_rows(grid: Grid, cells: list[list[Cell]], *, drawn_columns: bool = True) -> list[list[Cell]]:
     """Logical rows of non-empty columns, currency signs joined to their numbers; empty rows dropped.
 
