@@ -1,0 +1,148 @@
+"""Which lines around a table are its caption, and column headings printed above its ruled part.
+
+``take_caption`` moves the title lines right above a table (or a "Table 3 ..." line right below it, with the
+lines that carry it on) out of the running text into the table's caption; the end of the paragraph that
+introduces the table stays in the text. ``header_from_caption`` turns the caption's last line into the
+header row when it holds one heading over each column ("2021  2022").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rag.ingest.pdf_layout import RawLine
+from rag.ingest.table_grid import Box, Cell
+from rag.text.language import count_tokens
+from rag.text.table_captions import CAPTION_LABEL_RE
+
+MAX_CAPTION_ROWS = 6
+MAX_CAPTION_TOKENS = 40
+MAX_TITLE_TOKENS = 16
+RUNNING_LINE_TOKENS = 12  # a line this long that breaks mid-sentence is running text, not a title
+_SENTENCE_END_RE = re.compile(r"[.。!?！？]\s*$")
+_LOWER_START_RE = re.compile(r"[a-z]{2}")
+_CLAUSE_END_RE = re.compile(r"[.。!?！？:：;；]\s*$")
+
+Item = Any  # a text block (a list of lines) or a table already placed, which is kept as it is
+
+
+def take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLine]]:
+    """Move the lines right above the table (or a "Table 3 ..." line right below) into its caption."""
+    lines = [(i, j, line) for i, item in enumerate(items) if isinstance(item, list)
+             for j, line in enumerate(item) if line.x1 > bbox[0] and line.x0 < bbox[2]]
+    chosen: list[tuple[int, int, RawLine]] = []
+    edge, rows = bbox[1], 0
+    while rows < MAX_CAPTION_ROWS:
+        above = [entry for entry in lines if entry[2].y1 <= edge + 1 and entry not in chosen]
+        if not above:
+            break
+        nearest = max(above, key=lambda entry: entry[2].y1)
+        row = [entry for entry in above if entry[2].y1 > nearest[2].y0 + 1]  # the pieces of that visual line
+        if edge - nearest[2].y1 > 1.5 * max(nearest[2].height, 1.0) + 2:
+            break
+        if any(_is_sentence(line_text(entry[2])) for entry in row) or _continues_paragraph(row, lines):
+            break  # the end of the paragraph that introduces the table stays in the running text
+        if chosen and any(count_tokens(line_text(entry[2])) > MAX_TITLE_TOKENS for entry in row):
+            break  # above the line that leads into the table, only title-like lines belong to the caption
+        if count_tokens(" ".join(line_text(entry[2]) for entry in chosen + row)) > MAX_CAPTION_TOKENS:
+            break
+        chosen += row
+        rows += 1
+        edge = min(entry[2].y0 for entry in row)
+    below = [entry for entry in lines if entry[2].y0 >= bbox[3] - 1 and entry[2].y0 - bbox[3] < 2 * entry[2].height]
+    if below:
+        top = min(below, key=lambda entry: entry[2].y0)[2]
+        row = sorted((entry for entry in below if entry[2].y0 < top.y1 - 1 and entry[2].y1 > top.y0 + 1),
+                     key=lambda entry: entry[2].x0)  # a bold "Table 2:" and the words set beside it
+        if CAPTION_LABEL_RE.match(line_text(row[0][2])):
+            chosen += row
+            chosen += _caption_continued(row, [entry for entry in lines if entry not in chosen])
+    taken = {(i, j) for i, j, _ in chosen}
+    kept: list[Item] = []
+    for i, item in enumerate(items):
+        rest = item if not isinstance(item, list) else [line for j, line in enumerate(item) if (i, j) not in taken]
+        if rest:
+            kept.append(rest)
+    return kept, sorted((line for _, _, line in chosen), key=lambda line: (round(line.y0), line.x0))
+
+
+def _caption_continued(label_row: list[tuple[int, int, RawLine]],
+                       lines: list[tuple[int, int, RawLine]]) -> list[tuple[int, int, RawLine]]:
+    """The lines that carry on a caption below its table ("… when adapt-" / "ing GPT2 medium on QQP 50K."), set
+    as close as the lines of one paragraph, up to ``MAX_CAPTION_TOKENS`` in all."""
+    taken, last = [], label_row[0][2]
+    while True:
+        close = [entry for entry in lines if 0 <= entry[2].y0 - last.y1 < 0.5 * last.height and entry not in taken]
+        tokens = count_tokens(" ".join(line_text(entry[2]) for entry in label_row + taken + close))
+        if not close or tokens > MAX_CAPTION_TOKENS:
+            return taken
+        taken += close
+        last = max((entry[2] for entry in close), key=lambda line: line.y1)
+
+
+def header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tuple[list[Cell] | None, list[RawLine]]:
+    """Column headings printed above the ruled table ("2021  2022") become its header row.
+
+    The caption's last visual line counts when it has two or more pieces right of the first (label)
+    column, each over a different column; one piece starting over the label column ("(In millions,
+    except percentages)" left of "2021  2022") is that column's heading.
+    """
+    above = [line for line in caption if line.y1 <= min(w.box[1] for row in rows for cell in row for w in cell) + 1]
+    if not above:
+        return None, caption
+    bottom = max(line.y1 for line in above)
+    row = [line for line in above if line.y1 > bottom - max(line.height, 1.0) / 2]
+    spans = [(min(w.box[0] for r in rows for w in r[c]), max(w.box[2] for r in rows for w in r[c]))
+             if any(r[c] for r in rows) else None for c in range(len(rows[0]))]
+    if spans[0] is None:
+        return None, caption
+    stub = [line for line in row if line.x0 < spans[0][1] - 2]
+    headings = [line for line in row if line not in stub]
+    if len(headings) < 2 or len(stub) > 1 or any(line.x0 > spans[0][0] + 2 or line.x1 > min(
+            line.x0 for line in headings) for line in stub):
+        return None, caption
+    header: list[Cell] = [list(stub[0].words) if stub else []] + [[] for _ in spans[1:]]
+    for line in headings:
+        centre = (line.x0 + line.x1) / 2
+        column = min(range(1, len(spans)), key=lambda c: _distance(centre, spans[c]))
+        if header[column]:
+            return None, caption  # two headings over one column: not a header row
+        header[column] = list(line.words)
+    return header, [line for line in caption if line not in row]
+
+
+def _continues_paragraph(row: list[tuple[int, int, RawLine]], lines: list[tuple[int, int, RawLine]]) -> bool:
+    """Whether a visual line is the last line of a paragraph ("by economic factors (in millions):").
+
+    It starts with a lower-case word, or it ends like a sentence or clause while the line right above
+    it is running text (a long line) that breaks mid-sentence. A title ("(Unaudited)", "单位：元") ends
+    without a full stop or colon even when a long line is right above it.
+    """
+    first = min(row, key=lambda entry: entry[2].x0)[2]
+    last = max(row, key=lambda entry: entry[2].x1)[2]
+    if _LOWER_START_RE.match(line_text(first)):  # two lower-case letters: "a、对合并报表的影响" is an item title
+        return True
+    if not _CLAUSE_END_RE.search(line_text(last)):
+        return False
+    top = min(entry[2].y0 for entry in row)
+    above = [entry[2] for entry in lines if entry[2].y1 <= top + 1 and top - entry[2].y1 < max(first.height, 1.0)]
+    if not above:
+        return False
+    previous = line_text(max(above, key=lambda line: (line.y1, -line.x0)))
+    return count_tokens(previous) > RUNNING_LINE_TOKENS and not _CLAUSE_END_RE.search(previous)
+
+
+def _is_sentence(text: str) -> bool:
+    """A long line ending like a sentence: body text, not a title ("UBER TECHNOLOGIES, INC." is short)."""
+    return bool(_SENTENCE_END_RE.search(text)) and count_tokens(text) > 8 and not CAPTION_LABEL_RE.match(text)
+
+
+def _distance(x: float, span: tuple[float, float] | None) -> float:
+    if span is None:
+        return float("inf")
+    return max(span[0] - x, 0.0, x - span[1])
+
+
+def line_text(line: RawLine) -> str:
+    return "".join((word.join if index else "") + word.text for index, word in enumerate(line.words))
