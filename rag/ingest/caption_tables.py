@@ -17,7 +17,6 @@ across it) a caption off the middle looks only at its own column.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from statistics import median
 
@@ -27,8 +26,6 @@ from rag.ingest.table_grid import Box, Grid, centre_in, text_lines, word_middle
 from rag.text.language import CJK_RE
 from rag.text.table_captions import CAPTION_LABEL_RE
 
-# "表3.2 列出了…", "表 4 中…": a Chinese sentence that starts by naming a table (English ones are no caption line)
-_REFERS_RE = re.compile(r"表[\d.]+(?:和表[\d.]+)?(?:列|给|是|为|中|所|显|展|的|和|与|及|则|可|提)")
 CELL_GAP_HEIGHTS = 0.9  # a gap between words this many line heights wide separates two cells of a row
 MAX_LINE_GAP_HEIGHTS = 2.5  # a blank line between blocks ("Females" … "Males") stays in the table
 MAX_CAPTION_GAP_HEIGHTS = 3.0  # between the caption and the table's nearest line
@@ -51,8 +48,6 @@ def caption_tables(words: list[RawWord], captions: Sequence[Box], *, taken: list
     tables: list[tuple[Box, Grid]] = []
     two_columns = _in_two_columns(words, page_width)
     for label in captions:
-        if _REFERS_RE.match("".join(word.text for word in words if centre_in(word.box, label))):
-            continue  # a sentence that names the table ("表3.2 列出了部分箭头"), not its caption
         caption = _caption_extent(label, words)
         left, right = _column(caption, page_width) if two_columns else (0.0, page_width)
         occupied = [*taken, *(table[0] for table in tables)]

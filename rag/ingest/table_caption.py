@@ -14,7 +14,7 @@ from typing import Any
 from rag.ingest.pdf_layout import RawLine
 from rag.ingest.table_grid import Box, Cell
 from rag.text.language import count_tokens
-from rag.text.table_captions import CAPTION_LABEL_RE
+from rag.text.table_captions import CAPTION_LABEL_RE, is_caption_label
 
 MAX_CAPTION_ROWS = 6
 MAX_CAPTION_TOKENS = 40
@@ -27,35 +27,21 @@ _CLAUSE_END_RE = re.compile(r"[.。!?！？:：;；]\s*$")
 Item = Any  # a text block (a list of lines) or a table already placed, which is kept as it is
 
 
+Entry = tuple[int, int, RawLine]  # (item, line in it, the line)
+
+
 def take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLine]]:
     """Move the lines right above the table (or a "Table 3 ..." line right below) into its caption."""
     lines = [(i, j, line) for i, item in enumerate(items) if isinstance(item, list)
              for j, line in enumerate(item) if line.x1 > bbox[0] and line.x0 < bbox[2]]
-    chosen: list[tuple[int, int, RawLine]] = []
-    edge, rows = bbox[1], 0
-    while rows < MAX_CAPTION_ROWS:
-        above = [entry for entry in lines if entry[2].y1 <= edge + 1 and entry not in chosen]
-        if not above:
-            break
-        nearest = max(above, key=lambda entry: entry[2].y1)
-        row = [entry for entry in above if entry[2].y1 > nearest[2].y0 + 1]  # the pieces of that visual line
-        if edge - nearest[2].y1 > 1.5 * max(nearest[2].height, 1.0) + 2:
-            break
-        if any(_is_sentence(line_text(entry[2])) for entry in row) or _continues_paragraph(row, lines):
-            break  # the end of the paragraph that introduces the table stays in the running text
-        if chosen and any(count_tokens(line_text(entry[2])) > MAX_TITLE_TOKENS for entry in row):
-            break  # above the line that leads into the table, only title-like lines belong to the caption
-        if count_tokens(" ".join(line_text(entry[2]) for entry in chosen + row)) > MAX_CAPTION_TOKENS:
-            break
-        chosen += row
-        rows += 1
-        edge = min(entry[2].y0 for entry in row)
+    rows = _labelled_paragraph(lines, bbox[1]) or _title_rows(lines, bbox[1])  # each nearest first
+    chosen = [entry for row in reversed(rows) for entry in row]
     below = [entry for entry in lines if entry[2].y0 >= bbox[3] - 1 and entry[2].y0 - bbox[3] < 2 * entry[2].height]
     if below:
         top = min(below, key=lambda entry: entry[2].y0)[2]
         row = sorted((entry for entry in below if entry[2].y0 < top.y1 - 1 and entry[2].y1 > top.y0 + 1),
                      key=lambda entry: entry[2].x0)  # a bold "Table 2:" and the words set beside it
-        if CAPTION_LABEL_RE.match(line_text(row[0][2])):
+        if is_caption_label(line_text(row[0][2])):
             chosen += row
             chosen += _caption_continued(row, [entry for entry in lines if entry not in chosen])
     taken = {(i, j) for i, j, _ in chosen}
@@ -64,11 +50,58 @@ def take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLine
         rest = item if not isinstance(item, list) else [line for j, line in enumerate(item) if (i, j) not in taken]
         if rest:
             kept.append(rest)
-    return kept, sorted((line for _, _, line in chosen), key=lambda line: (round(line.y0), line.x0))
+    return kept, [line for _, _, line in chosen]
 
 
-def _caption_continued(label_row: list[tuple[int, int, RawLine]],
-                       lines: list[tuple[int, int, RawLine]]) -> list[tuple[int, int, RawLine]]:
+def _title_rows(lines: list[Entry], top: float) -> list[list[Entry]]:
+    """The title-like visual lines right above the table, nearest first; the end of the paragraph that
+    introduces the table stays in the running text."""
+    rows: list[list[Entry]] = []
+    edge = top
+    while len(rows) < MAX_CAPTION_ROWS:
+        above = [entry for entry in lines if entry[2].y1 <= edge + 1 and not any(entry in row for row in rows)]
+        if not above:
+            break
+        nearest = max(above, key=lambda entry: entry[2].y1)
+        row = sorted((entry for entry in above if entry[2].y1 > nearest[2].y0 + 1), key=lambda entry: entry[2].x0)
+        if edge - nearest[2].y1 > 1.5 * max(nearest[2].height, 1.0) + 2:
+            break
+        if any(_is_sentence(line_text(entry[2])) for entry in row) or _continues_paragraph(row, lines):
+            break
+        if rows and any(count_tokens(line_text(entry[2])) > MAX_TITLE_TOKENS for entry in row):
+            break  # above the line that leads into the table, only title-like lines belong to the caption
+        if count_tokens(" ".join(line_text(entry[2]) for r in rows + [row] for entry in r)) > MAX_CAPTION_TOKENS:
+            break
+        rows.append(row)
+        edge = min(entry[2].y0 for entry in row)
+    return rows
+
+
+def _labelled_paragraph(lines: list[Entry], top: float) -> list[list[Entry]]:
+    """The visual lines of the paragraph right above the table, nearest first, when it starts with a caption label
+    ("Table 1.2 复杂表格示例1。…"), else none: a caption that reads like a sentence is still the caption when its
+    label leads it."""
+    rows: list[list[Entry]] = []
+    edge = top
+    while len(rows) < MAX_CAPTION_ROWS:
+        above = [entry for entry in lines if entry[2].y1 <= edge + 1 and not any(entry in row for row in rows)]
+        if not above:
+            return []
+        nearest = max(above, key=lambda entry: entry[2].y1)
+        height = max(nearest[2].height, 1.0)
+        if edge - nearest[2].y1 > (0.5 * height if rows else 1.5 * height + 2):
+            return []  # the table's own gap first, then the spacing of one paragraph's lines
+        row = sorted((entry for entry in above if entry[2].y1 > nearest[2].y0 + 1), key=lambda entry: entry[2].x0)
+        rows.append(row)
+        if count_tokens(" ".join(line_text(entry[2]) for r in rows for entry in r)) > MAX_CAPTION_TOKENS:
+            return []
+        if is_caption_label(line_text(row[0][2])):
+            return rows
+        edge = min(entry[2].y0 for entry in row)
+    return []
+
+
+def _caption_continued(label_row: list[Entry], lines: list[Entry]) -> list[Entry]:
     """The lines that carry on a caption below its table ("… when adapt-" / "ing GPT2 medium on QQP 50K."), set
     as close as the lines of one paragraph, up to ``MAX_CAPTION_TOKENS`` in all."""
     taken, last = [], label_row[0][2]
@@ -112,7 +145,7 @@ def header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tuple
     return header, [line for line in caption if line not in row]
 
 
-def _continues_paragraph(row: list[tuple[int, int, RawLine]], lines: list[tuple[int, int, RawLine]]) -> bool:
+def _continues_paragraph(row: list[Entry], lines: list[Entry]) -> bool:
     """Whether a visual line is the last line of a paragraph ("by economic factors (in millions):").
 
     It starts with a lower-case word, or it ends like a sentence or clause while the line right above

@@ -28,7 +28,7 @@ from rag.ingest.table_caption import header_from_caption, line_text, take_captio
 from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.ingest.table_stacks import unstack
 from rag.text.language import CJK_RE, count_tokens
-from rag.text.table_captions import CAPTION_LABEL_RE
+from rag.text.table_captions import is_caption_label
 from rag.text.table_text import is_figure
 
 Piece = tuple[str, Union[RawWord, None]]  # text written into the page, and the word it is (None: markup)
@@ -88,7 +88,7 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
         items = _cut_out(items, tuple(table.bbox), grid, drawn_columns=True)
     lines = [line for block in blocks for line in block]
     words = [word for line in lines for word in line.words]
-    captions = [(line.x0, line.y0, line.x1, line.y1) for line in lines if CAPTION_LABEL_RE.match(line_text(line))]
+    captions = [(line.x0, line.y0, line.x1, line.y1) for line in lines if is_caption_label(line_text(line))]
     ruled = rule_tables(drawings, words, taken=[tuple(table.bbox) for table in found], captions=captions)
     taken = [tuple(table.bbox) for table in found] + [bbox for bbox, _ in ruled]
     for bbox, grid in ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width):

@@ -23,10 +23,18 @@ _COLON_END_RE = re.compile(r"[:：]\s*$")
 # sentence that starts by naming one ("Table 4 shows …") is running text
 CAPTION_LABEL_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.)\s*[\dIVX]+(?:\s*[:.：]|\s+[A-Z]|\s*$)"
                               r"|^表\s*[\d一二三四五六七八九十]")
+# "表3.2 列出了…", "表 4 中…": a Chinese sentence that starts by naming a table, not its caption (English ones
+# fail CAPTION_LABEL_RE: "Table 2 shows")
+_REFERS_RE = re.compile(r"表[\d.]+(?:和表[\d.]+)?(?:列|给|是|为|中|所|显|展|的|和|与|及|则|可|提)")
 _SENTENCE_RE = re.compile(r"[^.。!?！？;；]+(?:[.。!?！？;；](?!\d)|$)")
 MIN_LEAD_IN_TOKENS = 6  # a colon-ended form label ("其他说明：") is not a subject
 MAX_LEAD_IN_CHARS = 300
 _LOOK_BACK_CHARS = 2000
+
+
+def is_caption_label(text: str) -> bool:
+    """Whether a line starts with a table's caption label ("Table 3:", "表 1.2 复杂表格"), not a sentence about one."""
+    return bool(CAPTION_LABEL_RE.match(text)) and not _REFERS_RE.match(re.sub(r"\s+", "", text))
 
 
 def has_labelled_caption(text: str, start: int) -> bool:

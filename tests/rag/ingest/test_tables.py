@@ -21,6 +21,7 @@ from rag.ingest.table_stacks import split_stacked_columns, split_stacked_rows
 from rag.ingest.tables import TableBlock
 from rag.index.store import DocumentStore
 from rag.text.language import count_tokens
+from rag.text.table_captions import is_caption_label
 from tests import fixtures
 
 ZH_ROWS = [("儿童6至11岁", "100", "3"), ("成人18至64岁", "400", "3")]
@@ -403,3 +404,43 @@ def test_headings_over_the_ruled_part_with_a_stub_heading_become_the_header_row(
     assert lines[0] == "Sales and Marketing"
     assert lines[1] == "| (In millions, except percentages) | 2021 | 2022 |"
     assert lines[3] == "| Sales and marketing | 1,103 | 1,263 |" and span.rows == 2  # a body row, not the header
+
+
+def test_a_caption_led_by_its_label_is_the_caption_even_when_it_reads_like_a_sentence(tmp_path: Path) -> None:
+    caption = ["Table 1.2 Revenue by offering for the two years ended December 31, as it was reported in the",
+               "annual filing."]
+    page = parse_file(_paragraph_over_table(tmp_path, [*PARAGRAPH, *caption])).pages[0]
+    [span] = page.tables
+    assert span.caption == " ".join(caption)
+    assert PARAGRAPH[-1] in page.text[:span.start]  # the paragraph above the label stays running text
+
+
+@pytest.mark.parametrize("text,label", [("Table 3: Results", True), ("表 1.2 复杂表格示例1。这个引用没有问题。", True),
+                                        ("表3.2 列出了部分箭头", False), ("Table 2 shows the results", False)])
+def test_a_sentence_about_a_table_is_no_caption_label(text: str, label: bool) -> None:
+    assert is_caption_label(text) is label
+
+
+def test_a_striped_table_without_rules_is_one_table(tmp_path: Path) -> None:
+    """Cells shaded in every other row (colortbl) are no tables of one row each: the rows under the caption are one."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((200, 80), "Table 5: Drivers and color models", fontname="helv", fontsize=9)
+    rows = [("Driver", "Version", "rgb"), ("dvips", "2015/12/30 v3.0k", "d"), ("pdftex", "2011/05/27 v0.06d", "d"),
+            ("dvipdfm", "1999/9/6 vx.x", "i"), ("xetex", "2016/04/06 v4.08", "d"), ("vtex", "1999/01/14 v6.3", "n")]
+    y = 100.0
+    page.draw_line((150, y - 2), (450, y - 2), width=0.4)
+    for number, row in enumerate(rows):
+        for x0, x1 in ((150, 225), (225, 395), (395, 450)) if number % 2 == 0 else ():
+            page.draw_rect(pymupdf.Rect(x0, y - 2, x1, y + 10), color=None, fill=(0.88, 0.88, 0.88))
+        for x, text in zip((155, 230, 400), row):
+            page.insert_text((x, y + 7), text, fontname="helv", fontsize=9)
+        y += 12
+    page.draw_line((150, y - 2), (450, y - 2), width=0.4)
+    doc.save(tmp_path / "striped.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "striped.pdf").pages[0]
+    [span] = page.tables
+    table = page.text[span.start:span.end]
+    assert span.caption == "Table 5: Drivers and color models"
+    assert "| vtex | 1999/01/14 v6.3 | n |" in table and "| dvips | 2015/12/30 v3.0k | d |" in table
