@@ -1,10 +1,12 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth and seventh held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth to eighth held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
 estimates) and the Chinese LaTeX manuals and report templates of ``texlive-lang-chinese``;
 ``table_questions_holdout7.json`` on thirteen more (coin's and quantreg's papers, the fontspec, xcolor and
-polyglossia manuals, and ctex's and other Chinese package manuals). They are not
+polyglossia manuals, and ctex's and other Chinese package manuals), ``table_questions_holdout8.json`` on twelve
+more (siunitx and other texlive-science manuals, multcomp's vignettes, Debian's Chinese reference, maintainer and
+Debian Edu manuals, the Chinese Asymptote manual). They are not
 copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian
 registry is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the listed PDFs, each
 checked against its SHA-256 so that every run reads the bytes the questions were written on.
@@ -111,6 +113,43 @@ DOCS = (
     DebianDoc("zhlipsum.pdf", "texlive-lang-chinese", "2022.20230122-1",
               "usr/share/doc/texlive-doc/latex/zhlipsum/zhlipsum.pdf",
               "bcaa7e2fe66017fa756cc1db62f3c5ef98e65a255212b4001522b165155a17e3"),
+    # the eighth held-out set (table_questions_holdout8.json)
+    DebianDoc("SIunits.pdf", "texlive-science-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/siunits/SIunits.pdf",
+              "9741e005f1574a53cbf8f842bb2bc1f64f863b424819557ddae721f469e369a2"),
+    DebianDoc("asymptote-manual-zh-cn.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/support/asymptote-manual-zh-cn/asymptote-manual-zh-cn.pdf",
+              "acc757f0963ec1036465d86c2f19200fb888b960ae2562f5bf09b009e26536bb"),
+    DebianDoc("chfls1.pdf", "r-cran-multcomp", "1.4-22-1",
+              "usr/lib/R/site-library/multcomp/doc/chfls1.pdf",
+              "20d0e642e02632d5563e0fb3a79ba791ea43e8f027b257a3b2dd6e767672a7c7"),
+    DebianDoc("debian-edu-bookworm-manual.pdf", "debian-edu-doc-zh-cn", "2.12.23~deb12u1",
+              "usr/share/doc/debian-edu-doc-zh-cn/debian-edu-bookworm-manual.pdf",
+              "ad8572d784e52cd2fdbd5c54231ddc6dc288f00e26046d941e2378499eb000db"),
+    DebianDoc("debian-edu-itil-manual.pdf", "debian-edu-doc-legacy-zh-cn", "2.12.23~deb12u1",
+              "usr/share/doc/debian-edu-doc-legacy-zh-cn/debian-edu-itil-manual.pdf",
+              "ded369ac45050e564910453733baf9cf6789eaf2cc93ec86adeb1e2d63863781"),
+    DebianDoc("debian-reference.zh-cn.pdf", "debian-reference-zh-cn", "2.100",
+              "usr/share/debian-reference/debian-reference.zh-cn.pdf",
+              "93697b9d4a024eaf5adb2def25a646740fad405cb245032a6414222ae0e71bb1"),
+    DebianDoc("generalsiminf.pdf", "r-cran-multcomp", "1.4-22-1",
+              "usr/lib/R/site-library/multcomp/doc/generalsiminf.pdf",
+              "261ba9e67d6b237891ccd8338f8b3e28b31f51b78b4fbe1fa5b392f998bef5e2"),
+    DebianDoc("hepunits.pdf", "texlive-science-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/hepunits/hepunits.pdf",
+              "8b1fa9c8da22830bc1fead89359c76892cd7b124245c1b45114ccd2119acbda5"),
+    DebianDoc("isomath.pdf", "texlive-science-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/isomath/isomath.pdf",
+              "66fb4a3d6ef4b7f49649e72053f3b15b705050b66ce76753bad56dc87e735e4c"),
+    DebianDoc("maint-guide.zh-cn.pdf", "maint-guide-zh-cn", "1.2.53",
+              "usr/share/doc/maint-guide-zh-cn/maint-guide.zh-cn.pdf",
+              "6e3d3247fc675e6678d59663f886472ef7369c82c69036eb631d3651a4913709"),
+    DebianDoc("rosegarden-manual.pdf", "debian-edu-doc-legacy-zh-cn", "2.12.23~deb12u1",
+              "usr/share/doc/debian-edu-doc-legacy-zh-cn/rosegarden-manual.pdf",
+              "46739db498cca83bcab1a910455c96f86b5dcffd6ff78957486d4020d0b88438"),
+    DebianDoc("siunitx.pdf", "texlive-science-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/siunitx/siunitx.pdf",
+              "81c5b204c941295ccb1fde49c2b9490e29eb1503a676eaac9796caaaf049dfb5"),
 )
 
 
