@@ -225,8 +225,9 @@ def _continues(line: dict[int, list[RawWord]], first: dict[int, list[RawWord]],
     """
     if _has_figure(line) or not set(line) <= set(first):
         return False
-    if 0 in line:
-        return line[0][0].text[:1].islower() and set(line) < set(first)
+    if 0 in line:  # beside a wrapped label, only cells that ran out of room wrap too ("chapter | {第," is a row)
+        return line[0][0].text[:1].islower() and set(line) < set(first) and all(
+            max(word.box[2] for word in first[c]) >= _near_right(columns[c]) for c in line if c)
     in_words = not _has_figure(first) and not any(min(cell, key=lambda word: word.box[0]).text[:1].isupper()
                                                   for cell in line.values())
     # a figure set flush right has not run out of room ("32" over the heading "Males")

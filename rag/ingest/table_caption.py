@@ -119,13 +119,16 @@ def header_from_caption(caption: list[RawLine], rows: list[list[Cell]]) -> tuple
 
     The caption's last visual line counts when it has two or more pieces right of the first (label)
     column, each over a different column; one piece starting over the label column ("(In millions,
-    except percentages)" left of "2021  2022") is that column's heading.
+    except percentages)" left of "2021  2022") is that column's heading. A line led by a caption label ("表7  name
+    选项的默认设置") is the caption, however its pieces fall.
     """
     above = [line for line in caption if line.y1 <= min(w.box[1] for row in rows for cell in row for w in cell) + 1]
     if not above:
         return None, caption
     bottom = max(line.y1 for line in above)
     row = [line for line in above if line.y1 > bottom - max(line.height, 1.0) / 2]
+    if is_caption_label(line_text(min(row, key=lambda line: line.x0))):
+        return None, caption
     spans = [(min(w.box[0] for r in rows for w in r[c]), max(w.box[2] for r in rows for w in r[c]))
              if any(r[c] for r in rows) else None for c in range(len(rows[0]))]
     if spans[0] is None:

@@ -157,8 +157,9 @@ def _with_words(line: RawLine, words: list[RawWord]) -> RawLine:
 def _caption_pieces(lines: list[RawLine]) -> list[Piece]:
     pieces: list[Piece] = []
     for number, line in enumerate(lines):
-        if number:
-            pieces.append(("\n", None))
+        if number:  # "表7" and "name 选项的默认设置" set side by side are one line of the caption
+            beside = line.y0 < lines[number - 1].y1 - 1 and line.x0 >= lines[number - 1].x1 - 1
+            pieces.append((" " if beside else "\n", None))
         for index, word in enumerate(line.words):
             if index:
                 pieces.append((word.join, None))

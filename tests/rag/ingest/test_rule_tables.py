@@ -192,3 +192,40 @@ def test_a_bold_caption_label_below_keeps_the_words_beside_it(tmp_path: Path) ->
     doc.close()
     page = parse_file(tmp_path / "captioned.pdf").pages[0]
     assert [span.caption for span in page.tables] == ["Table 3: Functions and methods for fitted objects."]
+
+
+def test_lower_case_labels_beside_short_values_are_rows_of_their_own(tmp_path: Path) -> None:
+    """A label in lower case wraps only when the cells beside it ran out of room: "chapter | first" and
+    "section | same" are two rows, not one row of a wrapped label."""
+    rows = [("Heading", "Before", "After", "Note"), ("part", "first", "part", "was Part"),
+            ("chapter", "first", "chapter", "was Chapter"), ("section", "same", "", ""),
+            ("subsection", "same", "", ""), ("paragraph", "same", "", "")]
+    page = parse_file(_ruled_page(tmp_path / "manual.pdf", rows, caption="Table 7 Default names")).pages[0]
+    [span] = page.tables
+    table = page.text[span.start:span.end]
+    assert span.caption == "Table 7 Default names"
+    assert table.splitlines()[1] == "| Heading | Before | After | Note |"
+    assert "| chapter | first | chapter | was Chapter |" in table and "| section | same |  |  |" in table
+
+
+def test_a_caption_label_set_apart_from_its_title_is_no_header_row(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((150, 90), "Table 7", fontname="tiro", fontsize=9)  # label and title fall over two columns
+    page.insert_text((205, 90), "Default settings of the name option", fontname="tiro", fontsize=9)
+    y = 120.0
+    page.draw_line((70, y - 12), (360, y - 12), width=0.5)
+    for number, row in enumerate([("Heading", "Value", "Note"), ("part", "12.5", "x"), ("chapter", "14.0", "y"),
+                                  ("section", "16.5", "z")]):
+        for x, text in zip(COLUMNS, row):
+            page.insert_text((x, y), text, fontname="tiro", fontsize=9)
+        if number == 0:
+            page.draw_line((70, y + 4), (360, y + 4), width=0.5)
+        y += 14
+    page.draw_line((70, y - 8), (360, y - 8), width=0.5)
+    doc.save(tmp_path / "label.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "label.pdf").pages[0]
+    [span] = page.tables
+    assert span.caption == "Table 7 Default settings of the name option"
+    assert page.text[span.start:span.end].splitlines()[1] == "| Heading | Value | Note |"
