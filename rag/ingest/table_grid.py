@@ -128,8 +128,9 @@ def continues_number(previous: RawWord, word: RawWord) -> bool:
 def split_header(rows: list[list[Cell]]) -> tuple[list[Cell], list[list[Cell]]]:
     """(header, body): the first row, joined with the rows under it that are headings too.
 
-    A row continues the header while its first (label) cell is empty and its other cells hold short
-    words or years but no figure; the first row with a label or a figure starts the body, and one body
+    A row continues the header while its cells hold short words or years but no figure, its first (label)
+    cell empty or naming the heading row ("Distribution | Poisson | NB", "Object | fm_pois | fm_nbin": a stub
+    column of a statistics table); the first row with a figure or a lone label starts the body, and one body
     row always remains. Only a first row with an empty cell (a heading spanning columns, or none over
     the labels) can continue, and only in a table of figures: in a table of text a row with an empty
     first cell is a wrapped cell, not a heading.
@@ -147,8 +148,12 @@ def split_header(rows: list[list[Cell]]) -> tuple[list[Cell], list[list[Cell]]]:
 
 
 def _is_heading_row(row: list[Cell]) -> bool:
+    """Short words or years, no figure; the label cell empty, or naming a heading row of a stub column
+    ("Method | ML | adjusted | quasi") over two headings or more."""
     texts = [cell_text(cell) for cell in row]
-    return not texts[0] and any(texts) and all(
+    if texts[0] and sum(1 for text in texts[1:] if text) < 2:
+        return False
+    return any(texts) and all(
         not text or (len(text) <= MAX_HEADING_CHARS and (not is_figure(text) or _YEAR_RE.fullmatch(text)))
         for text in texts)
 

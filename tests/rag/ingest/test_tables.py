@@ -375,12 +375,24 @@ def test_a_header_printed_over_several_rows_is_one_header_row() -> None:
     assert [_texts(row)[0] for row in body] == ["营业收入（元）", "", "总资产（元）"]  # the body starts at the first label
 
 
+def test_heading_rows_named_in_a_stub_column_join_the_header() -> None:
+    """A statistics table names its heading rows in the label column ("Method | ML | quasi"): every part of the
+    table must repeat them, so they are the header, down to the first row of figures."""
+    rows = _rows(("Type", "GLM", "", "zero-augmented"), ("Method", "ML", "quasi", "ML"),
+                 ("Object", "fm_pois", "fm_qpois", "fm_zinb"), ("(Intercept)", "1.029", "1.029", "1.194"),
+                 ("Note", "fitted", "", ""), ("BIC", "24416.6", "24420.3", "24300.1"))
+    header, body = split_header(rows)
+    assert _texts(header) == ["TypeMethodObject", "GLMMLfm_pois", "quasifm_qpois", "zero-augmentedMLfm_zinb"]
+    assert [_texts(row)[0] for row in body] == ["(Intercept)", "Note", "BIC"]
+
+
 @pytest.mark.parametrize("texts", [
     (("", "2021", "2022"), ("", "$ 2,903", "$ 6,854"), ("Revenue", "1", "2")),  # figures under the years: a body row
     (("Standard", "(1) material weakness", ""), ("", "(2) a second paragraph of the cell", ""),
      ("Note", "(3) more", "")),  # text in cells: an empty first cell is a wrapped cell
     (("Item", "2019", "2018"), ("", "restated", "restated"), ("Revenue", "1", "2")),  # a complete first row
-], ids=["figures", "text-table", "complete-first-row"])
+    (("", "2021", "2022"), ("Revenue", "restated", ""), ("Cost", "1", "2")),  # a label beside one word is a row
+], ids=["figures", "text-table", "complete-first-row", "lone-label"])
 def test_rows_that_are_no_headings_stay_in_the_body(texts: tuple[tuple[str, ...], ...]) -> None:
     rows = _rows(*texts)
     header, body = split_header(rows)
