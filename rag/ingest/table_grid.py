@@ -149,9 +149,11 @@ def split_header(rows: list[list[Cell]]) -> tuple[list[Cell], list[list[Cell]]]:
 
 def _is_heading_row(row: list[Cell]) -> bool:
     """Short words or years, no figure; the label cell empty, or naming a heading row of a stub column
-    ("Method | ML | adjusted | quasi") over two headings or more."""
+    ("Method | ML | adjusted | quasi") that fills more than half the cells beside it (a label over a few
+    spanning headings, "Method | Dataset: QQP 140K", heads a group of rows: ``tables._heading_rows``)."""
     texts = [cell_text(cell) for cell in row]
-    if texts[0] and sum(1 for text in texts[1:] if text) < 2:
+    filled = sum(1 for text in texts[1:] if text)
+    if texts[0] and (filled < 2 or filled <= len(texts[1:]) / 2):
         return False
     return any(texts) and all(
         not text or (len(text) <= MAX_HEADING_CHARS and (not is_figure(text) or _YEAR_RE.fullmatch(text)))

@@ -392,7 +392,8 @@ def test_heading_rows_named_in_a_stub_column_join_the_header() -> None:
      ("Note", "(3) more", "")),  # text in cells: an empty first cell is a wrapped cell
     (("Item", "2019", "2018"), ("", "restated", "restated"), ("Revenue", "1", "2")),  # a complete first row
     (("", "2021", "2022"), ("Revenue", "restated", ""), ("Cost", "1", "2")),  # a label beside one word is a row
-], ids=["figures", "text-table", "complete-first-row", "lone-label"])
+    (("", "BLEU", "SARI", "BLEU", "SARI"), ("Method", "QQP", "", "MSRPC", ""), ("Copy", "1", "2", "3", "4")),
+], ids=["figures", "text-table", "complete-first-row", "lone-label", "group-heading"])
 def test_rows_that_are_no_headings_stay_in_the_body(texts: tuple[tuple[str, ...], ...]) -> None:
     rows = _rows(*texts)
     header, body = split_header(rows)
