@@ -27,6 +27,7 @@ SAME_EDGE = 1.5  # points; rules of one table start and end together
 MAX_RULE_GAP = 260.0  # points between consecutive rules of one table
 MAX_PLOT_STROKES = 4  # curves or slanted lines inside the rules: a chart
 MIN_FIGURE_SHARE = 0.5  # of the words in a column of figures ("1 所" is half a figure)
+SPAN_GAP = 1.0  # points between two columns that no row bridges
 # a table of text counts with a "Table N" line this close under its bottom rule, or over its top rule (the
 # first line of a caption paragraph of up to six lines)
 CAPTION_BELOW, CAPTION_ABOVE = 25.0, 90.0
@@ -175,7 +176,8 @@ def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, flo
     lines = [merge_runs([(word.box[0], word.box[2]) for word in line]) for line in text_lines(body)]
     fullest = max((len(runs) for runs in lines), default=0)
     covered = [run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs]
-    spans = merge_runs(covered)
+    # no row's cell crosses a gap between the spans, however narrow: a packed table of centred names leaves 2 points
+    spans = merge_runs(covered, min_gap=SPAN_GAP)
     if len(spans) < 2:
         return []
     edges = [x0] + [(left[1] + right[0]) / 2 for left, right in zip(spans, spans[1:])] + [x1]

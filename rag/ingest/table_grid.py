@@ -57,11 +57,11 @@ def place(word: RawWord, bbox: Box, grid: Grid, cells: list[list[Cell]]) -> bool
     return True
 
 
-def merge_runs(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """x-intervals merged where less than ``MIN_COLUMN_GAP`` apart: the runs of a line's words, a column's spans."""
+def merge_runs(intervals: list[tuple[float, float]], min_gap: float = MIN_COLUMN_GAP) -> list[tuple[float, float]]:
+    """x-intervals merged where less than ``min_gap`` apart: the runs of a line's words, a column's spans."""
     runs: list[tuple[float, float]] = []
     for left, right in sorted(intervals):
-        if runs and left - runs[-1][1] < MIN_COLUMN_GAP:
+        if runs and left - runs[-1][1] < min_gap:
             runs[-1] = (runs[-1][0], max(runs[-1][1], right))
         else:
             runs.append((left, right))

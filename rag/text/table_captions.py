@@ -19,13 +19,14 @@ _NON_SPACE_RE = re.compile(r"\S")
 _INTRODUCES_RE = re.compile(r"\b(?:the\s+)?following\s+tables?\b|\btables?\s+below\b|\bas\s+follows\b|如下表|下表",
                             re.IGNORECASE)
 _COLON_END_RE = re.compile(r"[:：]\s*$")
-# a caption paragraph of a paper's table ("Table 2: Overall experiment results …", "TABLE IV", "表 3-1 …"); a
-# sentence that starts by naming one ("Table 4 shows …") is running text
-CAPTION_LABEL_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.)\s*[\dIVX]+(?:\s*[:.：]|\s+[A-Z]|\s*$)"
-                              r"|^表\s*[\d一二三四五六七八九十]")
+# a caption paragraph of a paper's table ("Table 2: Overall experiment results …", "TABLE IV", "表 3-1 …"), or of
+# its part on a later page ("Table 2 (continued)", "续表 2"); a sentence that starts by naming one ("Table 4
+# shows …") is running text
+CAPTION_LABEL_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.)\s*[\dIVX]+(?:\s*[:.：]|\s+[A-Z]|\s*\(?[Cc]ont|\s*$)"
+                              r"|^续?表\s*[\d一二三四五六七八九十]")
 # "表3.2 列出了…", "表 4 中…": a Chinese sentence that starts by naming a table, not its caption (English ones
 # fail CAPTION_LABEL_RE: "Table 2 shows")
-_REFERS_RE = re.compile(r"表[\d.]+(?:和表[\d.]+)?(?:列|给|是|为|中|所|显|展|的|和|与|及|则|可|提)")
+_REFERS_RE = re.compile(r"续?表[\d.]+(?:和表[\d.]+)?(?:列|给|是|为|中|所|显|展|的|和|与|及|则|可|提)")
 _SENTENCE_RE = re.compile(r"[^.。!?！？;；]+(?:[.。!?！？;；](?!\d)|$)")
 MIN_LEAD_IN_TOKENS = 6  # a colon-ended form label ("其他说明：") is not a subject
 MAX_LEAD_IN_CHARS = 300

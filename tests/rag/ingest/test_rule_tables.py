@@ -229,3 +229,39 @@ def test_a_caption_label_set_apart_from_its_title_is_no_header_row(tmp_path: Pat
     [span] = page.tables
     assert span.caption == "Table 7 Default settings of the name option"
     assert page.text[span.start:span.end].splitlines()[1] == "| Heading | Value | Note |"
+
+
+def test_columns_set_two_points_apart_stay_apart(tmp_path: Path) -> None:
+    """A packed table of centred cells (a column's widest cell ends two points before where the next column's
+    widest, in another row, starts) keeps its columns: no row's cell crosses the gap, however narrow it is."""
+    rows = [("University", "Template", "Maintainer", "Stars"),
+            ("National Defense University", "nudtpaper", "Liu Benyuan", "2"),
+            ("Peking University", "NEU_PHD_Template", "Casper Ti. Vector", "3"),
+            ("Nanjing University", "nju-thesis", "Haixing-Hu", "4"),
+            ("Shandong", "sduthesis", "henrysting@gmail.com", "3")]
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((150, 80), "Table 2 (continued)", fontname="helv", fontsize=9)
+    widths = [[pymupdf.get_text_length(text, fontname="helv", fontsize=9) for text in row] for row in rows]
+    widest = [max(column) for column in zip(*widths)]
+    lefts = [72.0]
+    for width in widest[:-1]:
+        lefts.append(lefts[-1] + width + 2)
+    y = 110.0
+    page.draw_line((70, y - 12), (lefts[-1] + 30, y - 12), width=0.5)
+    for number, row in enumerate(rows):
+        for column, text in enumerate(row):
+            x = lefts[column] + (widest[column] - widths[number][column]) / 2
+            page.insert_text((x, y), text, fontname="helv", fontsize=9)
+        if number == 0:
+            page.draw_line((70, y + 4), (lefts[-1] + 30, y + 4), width=0.5)
+        y += 14
+    page.draw_line((70, y - 8), (lefts[-1] + 30, y - 8), width=0.5)
+    doc.save(tmp_path / "packed.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "packed.pdf").pages[0]
+    [span] = page.tables
+    table = page.text[span.start:span.end].splitlines()
+    assert span.caption == "Table 2 (continued)"
+    assert table[1] == "| University | Template | Maintainer | Stars |"
+    assert "| Peking University | NEU_PHD_Template | Casper Ti. Vector | 3 |" in table
