@@ -28,6 +28,7 @@ MAX_RULE_GAP = 260.0  # points between consecutive rules of one table
 MAX_PLOT_STROKES = 4  # curves or slanted lines inside the rules: a chart
 MIN_FIGURE_SHARE = 0.5  # of the words in a column of figures ("1 所" is half a figure)
 SPAN_GAP = 1.0  # points between two columns that no row bridges
+SPACE_GAP_HEIGHTS = 0.6  # a typewriter space is about half a line high; two columns stand a line height apart or more
 # a table of text counts with a "Table N" line this close under its bottom rule, or over its top rule (the
 # first line of a caption paragraph of up to six lines)
 CAPTION_BELOW, CAPTION_ABOVE = 25.0, 90.0
@@ -177,11 +178,31 @@ def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, flo
     fullest = max((len(runs) for runs in lines), default=0)
     covered = [run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs]
     # no row's cell crosses a gap between the spans, however narrow: a packed table of centred names leaves 2 points
-    spans = merge_runs(covered, min_gap=SPAN_GAP)
+    spans = _join_spaced(merge_runs(covered, min_gap=SPAN_GAP), text_lines(body))
     if len(spans) < 2:
         return []
     edges = [x0] + [(left[1] + right[0]) / 2 for left, right in zip(spans, spans[1:])] + [x1]
     return list(zip(edges, edges[1:]))
+
+
+def _join_spaced(spans: list[tuple[float, float]], lines: list[list[RawWord]]) -> list[tuple[float, float]]:
+    """Neighbouring spans that every row holding both sets one space apart are one column: code in a typewriter
+    font ("vcovCL(m, cluster = id)") aligns its words from row to row, and its spaces are wider than a cell gap
+    between two words of proportional type, but far narrower than the gap between two columns."""
+    def words_in(line: list[RawWord], span: tuple[float, float]) -> list[RawWord]:
+        return [word for word in line if span[0] <= (word.box[0] + word.box[2]) / 2 <= span[1]]
+
+    joined = spans[:1]
+    for span in spans[1:]:
+        gaps = [(min(word.box[0] for word in right) - max(word.box[2] for word in left))
+                / max(word.box[3] - word.box[1] for word in line)
+                for line in lines for left, right in [(words_in(line, joined[-1]), words_in(line, span))]
+                if left and right]
+        if gaps and max(gaps) < SPACE_GAP_HEIGHTS:
+            joined[-1] = (joined[-1][0], span[1])
+        else:
+            joined.append(span)
+    return joined
 
 
 def _rows(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, float]]:

@@ -265,3 +265,30 @@ def test_columns_set_two_points_apart_stay_apart(tmp_path: Path) -> None:
     assert span.caption == "Table 2 (continued)"
     assert table[1] == "| University | Template | Maintainer | Stars |"
     assert "| Peking University | NEU_PHD_Template | Casper Ti. Vector | 3 |" in table
+
+
+def test_code_in_a_typewriter_font_stays_one_cell(tmp_path: Path) -> None:
+    """Typewriter words align from row to row and their spaces are wider than a proportional gap between cells,
+    yet only half a line high: "vcovCL(m, cluster = id)" is one cell, not five columns."""
+    rows = [("CL-0", "vcovCL(m, cluster = id, type = \"HC0\")"), ("CL-1", "vcovCL(m, cluster = id, type = \"HC1\")"),
+            ("PL", "vcovPL(m, cluster = id, adjust = FALSE)"), ("PC", "vcovPC(m, cluster = id, order.by = round)")]
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), "Table 1: Covariance matrices in the simulation.", fontname="tiro", fontsize=9)
+    y = 120.0
+    page.draw_line((70, y - 12), (400, y - 12), width=0.5)
+    page.insert_text((72, y), "Label", fontname="tiro", fontsize=9)
+    page.insert_text((140, y), "Variance-covariance matrix", fontname="tiro", fontsize=9)
+    page.draw_line((70, y + 4), (400, y + 4), width=0.5)
+    for label, code in rows:
+        y += 14
+        page.insert_text((72, y), label, fontname="tiro", fontsize=9)
+        page.insert_text((140, y), code, fontname="cour", fontsize=9)
+    page.draw_line((70, y + 6), (400, y + 6), width=0.5)
+    doc.save(tmp_path / "code.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "code.pdf").pages[0]
+    [span] = page.tables
+    table = page.text[span.start:span.end].splitlines()
+    assert table[1] == "| Label | Variance-covariance matrix |"
+    assert "| PC | vcovPC(m, cluster = id, order.by = round) |" in table
