@@ -209,20 +209,10 @@ def test_lower_case_labels_beside_short_values_are_rows_of_their_own(tmp_path: P
 
 
 def test_a_caption_label_set_apart_from_its_title_is_no_header_row(tmp_path: Path) -> None:
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((150, 90), "Table 7", fontname="tiro", fontsize=9)  # label and title fall over two columns
-    page.insert_text((205, 90), "Default settings of the name option", fontname="tiro", fontsize=9)
-    y = 120.0
-    page.draw_line((70, y - 12), (360, y - 12), width=0.5)
-    for number, row in enumerate([("Heading", "Value", "Note"), ("part", "12.5", "x"), ("chapter", "14.0", "y"),
-                                  ("section", "16.5", "z")]):
-        for x, text in zip(COLUMNS, row):
-            page.insert_text((x, y), text, fontname="tiro", fontsize=9)
-        if number == 0:
-            page.draw_line((70, y + 4), (360, y + 4), width=0.5)
-        y += 14
-    page.draw_line((70, y - 8), (360, y - 8), width=0.5)
+    rows = [("Heading", "Value", "Note"), ("part", "12.5", "x"), ("chapter", "14.0", "y"), ("section", "16.5", "z")]
+    doc = pymupdf.open(_ruled_page(tmp_path / "table.pdf", rows, caption=None))
+    doc[0].insert_text((150, 90), "Table 7", fontname="tiro", fontsize=9)  # label and title fall over two columns
+    doc[0].insert_text((205, 90), "Default settings of the name option", fontname="tiro", fontsize=9)
     doc.save(tmp_path / "label.pdf")
     doc.close()
     page = parse_file(tmp_path / "label.pdf").pages[0]
