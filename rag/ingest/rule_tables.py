@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 import pymupdf
 
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_grid import Box, Grid, centre_in, merge_runs, text_lines, word_middle
+from rag.ingest.table_grid import RULE_TOUCH, Box, Grid, centre_in, merge_runs, text_lines, word_middle
 
 MIN_RULE_WIDTH = 60.0  # points; shorter strokes are underlines or dashes
 SAME_EDGE = 1.5  # points; rules of one table start and end together
@@ -152,9 +152,10 @@ def _captioned(bbox: Box, captions: Sequence[Box]) -> bool:
     """Whether a caption line sits right under the rules or over them (its first line, a few lines up), and
     none between them (rules around a figure and a table at once)."""
     over = [box for box in captions if box[0] < bbox[2] and bbox[0] < box[2]]
-    if any(bbox[1] < box[1] < bbox[3] for box in over):
+    if any(bbox[1] + RULE_TOUCH < box[1] < bbox[3] - RULE_TOUCH for box in over):
         return False
-    return any(0 <= box[1] - bbox[3] <= CAPTION_BELOW or 0 <= bbox[1] - box[3] <= CAPTION_ABOVE for box in over)
+    return any(-RULE_TOUCH <= box[1] - bbox[3] <= CAPTION_BELOW or -RULE_TOUCH <= bbox[1] - box[3] <= CAPTION_ABOVE
+               for box in over)
 
 
 def _plot_strokes(drawings: list[dict]) -> list[tuple[float, float]]:

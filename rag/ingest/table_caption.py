@@ -9,10 +9,11 @@ header row when it holds one heading over each column ("2021  2022").
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from rag.ingest.pdf_layout import RawLine
-from rag.ingest.table_grid import Box, Cell
+from rag.ingest.table_grid import RULE_TOUCH, Box, Cell
 from rag.text.language import count_tokens
 from rag.text.table_captions import CAPTION_LABEL_RE, is_caption_label
 
@@ -30,18 +31,23 @@ Item = Any  # a text block (a list of lines) or a table already placed, which is
 Entry = tuple[int, int, RawLine]  # (item, line in it, the line)
 
 
-def take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLine]]:
-    """Move the lines right above the table (or a "Table 3 ..." line right below) into its caption."""
+def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tuple[list[Item], list[RawLine]]:
+    """Move the lines right above the table (or a "Table 3 ..." line right below) into its caption; a caption
+    label between two tables belongs to the nearer (``others``: the page's other tables)."""
     lines = [(i, j, line) for i, item in enumerate(items) if isinstance(item, list)
              for j, line in enumerate(item) if line.x1 > bbox[0] and line.x0 < bbox[2]]
-    rows = _labelled_paragraph(lines, bbox[1]) or _title_rows(lines, bbox[1])  # each nearest first
+    rows = _labelled_paragraph(lines, bbox[1])  # nearest first
+    if rows and _nearer_elsewhere(rows[-1][0][2], bbox, others):
+        rows = []
+    rows = rows or _title_rows(lines, bbox[1])
     chosen = [entry for row in reversed(rows) for entry in row]
-    below = [entry for entry in lines if entry[2].y0 >= bbox[3] - 1 and entry[2].y0 - bbox[3] < 2 * entry[2].height]
+    below = [entry for entry in lines if entry[2].y0 >= bbox[3] - RULE_TOUCH and entry not in chosen
+             and entry[2].y0 - bbox[3] < 2 * entry[2].height]
     if below:
         top = min(below, key=lambda entry: entry[2].y0)[2]
         row = sorted((entry for entry in below if entry[2].y0 < top.y1 - 1 and entry[2].y1 > top.y0 + 1),
                      key=lambda entry: entry[2].x0)  # a bold "Table 2:" and the words set beside it
-        if is_caption_label(line_text(row[0][2])):
+        if is_caption_label(line_text(row[0][2])) and not _nearer_elsewhere(row[0][2], bbox, others):
             chosen += row
             chosen += _caption_continued(row, [entry for entry in lines if entry not in chosen])
     taken = {(i, j) for i, j, _ in chosen}
@@ -51,6 +57,14 @@ def take_caption(items: list[Item], bbox: Box) -> tuple[list[Item], list[RawLine
         if rest:
             kept.append(rest)
     return kept, [line for _, _, line in chosen]
+
+
+def _nearer_elsewhere(line: RawLine, bbox: Box, others: Sequence[Box]) -> bool:
+    """Whether another table over the same columns lies nearer the line, above or below it, than ``bbox``."""
+    def distance(box: Box) -> float:
+        return max(box[1] - line.y1, line.y0 - box[3], 0.0)
+
+    return any(box[0] < line.x1 and line.x0 < box[2] and distance(box) < distance(bbox) for box in others)
 
 
 def _title_rows(lines: list[Entry], top: float) -> list[list[Entry]]:

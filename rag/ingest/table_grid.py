@@ -32,6 +32,7 @@ _YEAR_RE = re.compile(r"(19|20)\d\d")
 _CUT_NUMBER_RE = re.compile(r"\d,\d{3},\d{0,2}$")  # a thousands group cut short: the number goes on
 _CUT_CODE_RE = re.compile(r"\d[-/]\d*$")  # "2019-0", "/12/2": a date or document number goes on
 MIN_COLUMN_GAP = 4.0  # points; wider than a space between two words of one cell
+RULE_TOUCH = 3.0  # points a caption line's box may reach over the rule it is set against
 MAX_HEADING_CHARS = 40  # a column heading is short; a longer cell is text wrapped over rows
 # Word spaces in the shared papers are 0.21-0.28 of the line height; their tightest gap between columns is 0.36.
 WORD_SPACE_HEIGHTS = 0.33

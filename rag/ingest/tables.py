@@ -85,19 +85,21 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
         found = [table for table in pdf_page.find_tables().tables if table.row_count >= 2]
     for table in found:
         grid = [[tuple(cell) if cell is not None else None for cell in row.cells] for row in table.rows]
-        items = _cut_out(items, tuple(table.bbox), grid, drawn_columns=True)
+        items = _cut_out(items, tuple(table.bbox), grid, drawn_columns=True, others=[])
     lines = [line for block in blocks for line in block]
     words = [word for line in lines for word in line.words]
     captions = [(line.x0, line.y0, line.x1, line.y1) for line in lines if is_caption_label(line_text(line))]
     ruled = rule_tables(drawings, words, taken=[tuple(table.bbox) for table in found], captions=captions)
     taken = [tuple(table.bbox) for table in found] + [bbox for bbox, _ in ruled]
-    for bbox, grid in ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width):
-        items = _cut_out(items, bbox, grid, drawn_columns=False)
+    drawn = ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width)
+    for bbox, grid in drawn:
+        items = _cut_out(items, bbox, grid, drawn_columns=False, others=[box for box, _ in drawn if box != bbox])
     return items
 
 
-def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool) -> list[Item]:
-    """Move the words inside ``bbox`` into a ``TableBlock`` placed among ``items`` by position."""
+def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool, others: list[Box]) -> list[Item]:
+    """Move the words inside ``bbox`` into a ``TableBlock`` placed among ``items`` by position; a caption label
+    nearer one of the ``others`` (the page's other tables) is theirs."""
     cells: list[list[Cell]] = [[[] for _ in row] for row in grid]
     kept: list[Item] = []
     for item in items:
@@ -116,7 +118,7 @@ def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool) -
     rows = clean_rows(grid, cells, drawn_columns=drawn_columns)
     if len(rows) < 2 or len(rows[0]) < 2:
         return items  # a framed paragraph or a single column is text, not a table: the words stay
-    kept, caption = take_caption(kept, bbox)
+    kept, caption = take_caption(kept, bbox, others)
     header, caption = header_from_caption(caption, rows)
     if header is None:
         header, rows = split_header(rows)

@@ -16,13 +16,10 @@ ROWS = [("Model", "PopQA", "TQA", "Bio"),
         ("Ours 13B", "55.8", "69.3", "80.2")]
 
 
-def _ruled_page(path: Path, rows: list[tuple[str | None, ...]], *, ruled: bool = True,
-                caption: str | None = "Table 2: Results on three tasks.") -> Path:
-    doc = pymupdf.open()
-    page = doc.new_page()
-    if caption:
-        page.insert_text((72, 90), caption, fontname="tiro", fontsize=9)
-    y = 120.0
+def _booktabs(page: pymupdf.Page, y: float, rows: list[tuple[str | None, ...]], *, ruled: bool = True,
+              right: float = 360) -> float:
+    """Rows 14 pt apart from the baseline ``y``, ruled over, under the first row and under the last (when
+    ``ruled``) from x = 70 to ``right``; returns where the next line may start."""
     rules = [y - 12]
     for number, row in enumerate(rows):
         for x, text in zip(COLUMNS, row):
@@ -34,7 +31,17 @@ def _ruled_page(path: Path, rows: list[tuple[str | None, ...]], *, ruled: bool =
     rules.append(y - 8)
     if ruled:
         for rule_y in rules:
-            page.draw_line((70, rule_y), (360, rule_y), width=0.5)
+            page.draw_line((70, rule_y), (right, rule_y), width=0.5)
+    return y
+
+
+def _ruled_page(path: Path, rows: list[tuple[str | None, ...]], *, ruled: bool = True,
+                caption: str | None = "Table 2: Results on three tasks.") -> Path:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    if caption:
+        page.insert_text((72, 90), caption, fontname="tiro", fontsize=9)
+    y = _booktabs(page, 120.0, rows, ruled=ruled)
     page.insert_textbox(pymupdf.Rect(72, y + 20, 520, y + 120),
                         "The table compares three models. Our model is best on every task we tried.",
                         fontname="tiro", fontsize=9)
@@ -282,3 +289,21 @@ def test_code_in_a_typewriter_font_stays_one_cell(tmp_path: Path) -> None:
     table = page.text[span.start:span.end].splitlines()
     assert table[1] == "| Label | Variance-covariance matrix |"
     assert "| PC | vcovPC(m, cluster = id, order.by = round) |" in table
+
+
+def test_a_caption_between_two_tables_belongs_to_the_nearer(tmp_path: Path) -> None:
+    """"Table 4: …" set tight under the first table's bottom rule (its box reaching over the rule) is that table's
+    caption, not a title over the table below; "Table 5: …" under the second is the second's."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y = _booktabs(page, 120.0, [("Variable", "Estimate", "p"), ("Age", "-0.37", "0.092"), ("Income", "0.02", "1.000"),
+                                ("Region", "0.59", "0.015")])
+    page.insert_text((72, y - 1), "Table 4: Parameter estimates of the saturated model.", fontname="tiro", fontsize=9)
+    y = _booktabs(page, y + 36, [("Compared levels", "Log odds", "p"), ("University - College", "-0.11", "0.999"),
+                                 ("Primary - No school", "0.84", "0.003")], right=380)  # a table of its own
+    page.insert_text((72, y + 2), "Table 5: Log odds ratios of consecutive levels.", fontname="tiro", fontsize=9)
+    doc.save(tmp_path / "two.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "two.pdf").pages[0]
+    assert [span.caption for span in page.tables] == ["Table 4: Parameter estimates of the saturated model.",
+                                                      "Table 5: Log odds ratios of consecutive levels."]
