@@ -5,9 +5,8 @@ the tables are (``rag.ingest.rule_tables`` for tables ruled only across, ``rag.i
 aligned text beside a "Table N" caption), moves every word inside a table into its cell and its caption lines
 (``rag.ingest.table_caption``) into the table, and returns the page as a list of items: text blocks (without
 the table's words, so the running text never repeats a cell) and ``TableBlock``s, each before the first text
-block below it. Column
-headings printed above the ruled part ("2021  2022") become the header row; ``rag.ingest.table_grid``
-straightens out the grid's quirks.
+block below it. Column headings printed above the ruled part ("2021  2022") become the header row;
+``rag.ingest.table_grid`` straightens out the grid's quirks.
 
 ``TableBlock.parts`` lays a table out as Markdown text pieces, each cell word paired with its box, so
 the page text can be built with exact word offsets: a citation of one row highlights that row. A table
