@@ -9,7 +9,7 @@ header row when it holds one heading over each column ("2021  2022").
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rag.ingest.pdf_layout import RawLine
@@ -67,18 +67,27 @@ def _nearer_elsewhere(line: RawLine, bbox: Box, others: Sequence[Box]) -> bool:
     return any(box[0] < line.x1 and line.x0 < box[2] and distance(box) < distance(bbox) for box in others)
 
 
+def _rows_above(lines: list[Entry], top: float) -> Iterator[tuple[list[Entry], float, float]]:
+    """The visual lines over ``top``, nearest first, each left to right with the gap under it (to ``top`` or to the
+    line below) and the height of its lowest piece."""
+    edge, seen = top, []
+    while True:
+        above = [entry for entry in lines if entry[2].y1 <= edge + 1 and entry not in seen]
+        if not above:
+            return
+        nearest = max(above, key=lambda entry: entry[2].y1)
+        row = sorted((entry for entry in above if entry[2].y1 > nearest[2].y0 + 1), key=lambda entry: entry[2].x0)
+        yield row, edge - nearest[2].y1, max(nearest[2].height, 1.0)
+        seen += row
+        edge = min(entry[2].y0 for entry in row)
+
+
 def _title_rows(lines: list[Entry], top: float) -> list[list[Entry]]:
     """The title-like visual lines right above the table, nearest first; the end of the paragraph that
     introduces the table stays in the running text."""
     rows: list[list[Entry]] = []
-    edge = top
-    while len(rows) < MAX_CAPTION_ROWS:
-        above = [entry for entry in lines if entry[2].y1 <= edge + 1 and not any(entry in row for row in rows)]
-        if not above:
-            break
-        nearest = max(above, key=lambda entry: entry[2].y1)
-        row = sorted((entry for entry in above if entry[2].y1 > nearest[2].y0 + 1), key=lambda entry: entry[2].x0)
-        if edge - nearest[2].y1 > 1.5 * max(nearest[2].height, 1.0) + 2:
+    for row, gap, height in _rows_above(lines, top):
+        if len(rows) == MAX_CAPTION_ROWS or gap > 1.5 * height + 2:
             break
         if any(_is_sentence(line_text(entry[2])) for entry in row) or _continues_paragraph(row, lines):
             break
@@ -87,7 +96,6 @@ def _title_rows(lines: list[Entry], top: float) -> list[list[Entry]]:
         if count_tokens(" ".join(line_text(entry[2]) for r in rows + [row] for entry in r)) > MAX_CAPTION_TOKENS:
             break
         rows.append(row)
-        edge = min(entry[2].y0 for entry in row)
     return rows
 
 
@@ -96,22 +104,14 @@ def _labelled_paragraph(lines: list[Entry], top: float) -> list[list[Entry]]:
     ("Table 1.2 复杂表格示例1。…"), else none: a caption that reads like a sentence is still the caption when its
     label leads it."""
     rows: list[list[Entry]] = []
-    edge = top
-    while len(rows) < MAX_CAPTION_ROWS:
-        above = [entry for entry in lines if entry[2].y1 <= edge + 1 and not any(entry in row for row in rows)]
-        if not above:
-            return []
-        nearest = max(above, key=lambda entry: entry[2].y1)
-        height = max(nearest[2].height, 1.0)
-        if edge - nearest[2].y1 > (0.5 * height if rows else 1.5 * height + 2):
+    for row, gap, height in _rows_above(lines, top):
+        if len(rows) == MAX_CAPTION_ROWS or gap > (0.5 * height if rows else 1.5 * height + 2):
             return []  # the table's own gap first, then the spacing of one paragraph's lines
-        row = sorted((entry for entry in above if entry[2].y1 > nearest[2].y0 + 1), key=lambda entry: entry[2].x0)
         rows.append(row)
         if count_tokens(" ".join(line_text(entry[2]) for r in rows for entry in r)) > MAX_CAPTION_TOKENS:
             return []
         if is_caption_label(line_text(row[0][2])):
             return rows
-        edge = min(entry[2].y0 for entry in row)
     return []
 
 

@@ -82,14 +82,15 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
         pymupdf.no_recommend_layout()  # PyMuPDF would print an advertisement to stdout
         # a shaded band behind every other row of a striped table comes back as a one-row "table" each
         found = [table for table in pdf_page.find_tables().tables if table.row_count >= 2]
-    for table in found:
+    found_boxes = [tuple(table.bbox) for table in found]
+    for table, bbox in zip(found, found_boxes):
         grid = [[tuple(cell) if cell is not None else None for cell in row.cells] for row in table.rows]
-        items = _cut_out(items, tuple(table.bbox), grid, drawn_columns=True, others=[])
+        items = _cut_out(items, bbox, grid, drawn_columns=True, others=[])
     lines = [line for block in blocks for line in block]
     words = [word for line in lines for word in line.words]
     captions = [(line.x0, line.y0, line.x1, line.y1) for line in lines if is_caption_label(line_text(line))]
-    ruled = rule_tables(drawings, words, taken=[tuple(table.bbox) for table in found], captions=captions)
-    taken = [tuple(table.bbox) for table in found] + [bbox for bbox, _ in ruled]
+    ruled = rule_tables(drawings, words, taken=found_boxes, captions=captions)
+    taken = found_boxes + [bbox for bbox, _ in ruled]
     drawn = ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width)
     for bbox, grid in drawn:
         items = _cut_out(items, bbox, grid, drawn_columns=False, others=[box for box, _ in drawn if box != bbox])
