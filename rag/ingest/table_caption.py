@@ -33,7 +33,8 @@ Entry = tuple[int, int, RawLine]  # (item, line in it, the line)
 
 def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tuple[list[Item], list[RawLine]]:
     """Move the lines right above the table (or a "Table 3 ..." line right below) into its caption; a caption
-    label between two tables belongs to the nearer (``others``: the page's other tables)."""
+    label between two tables belongs to the nearer (``others``: the page's other tables), unless the nearer is
+    the one above and already has its label over it ("Table 1: …" over Table 1, "Table 2: …" under it)."""
     lines = [(i, j, line) for i, item in enumerate(items) if isinstance(item, list)
              for j, line in enumerate(item) if line.x1 > bbox[0] and line.x0 < bbox[2]]
     rows = _labelled_paragraph(lines, bbox[1])  # nearest first
@@ -41,8 +42,9 @@ def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tu
         rows = []
     rows = rows or _title_rows(lines, bbox[1])
     chosen = [entry for row in reversed(rows) for entry in row]
+    labelled = any(is_caption_label(line_text(row[0][2])) for row in rows)  # one label a table: the next is not its
     below = [entry for entry in lines if entry[2].y0 >= bbox[3] - RULE_TOUCH and entry not in chosen
-             and entry[2].y0 - bbox[3] < 2 * entry[2].height]
+             and entry[2].y0 - bbox[3] < 2 * entry[2].height and not labelled]
     if below:
         top = min(below, key=lambda entry: entry[2].y0)[2]
         row = sorted((entry for entry in below if entry[2].y0 < top.y1 - 1 and entry[2].y1 > top.y0 + 1),

@@ -307,3 +307,21 @@ def test_a_caption_between_two_tables_belongs_to_the_nearer(tmp_path: Path) -> N
     page = parse_file(tmp_path / "two.pdf").pages[0]
     assert [span.caption for span in page.tables] == ["Table 4: Parameter estimates of the saturated model.",
                                                       "Table 5: Log odds ratios of consecutive levels."]
+
+
+def test_a_table_with_its_label_above_leaves_the_next_label_to_the_table_below(tmp_path: Path) -> None:
+    """siunitx sets "Table 1: …" over Table 1 and "Table 2: …" between the two, a point nearer Table 1's bottom rule
+    than Table 2's top rule: Table 1 already has its label, so the second is Table 2's."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Table 1: Base units.", fontname="tiro", fontsize=9)
+    y = _booktabs(page, 120.0, [("Unit", "Command", "Symbol"), ("ampere", "\\ampere", "A"),
+                                ("kelvin", "\\kelvin", "K")])
+    page.insert_text((72, y + 2), "Table 2: Derived units with special names.", fontname="tiro", fontsize=9)
+    _booktabs(page, y + 20, [("Unit", "Command", "Symbol"), ("katal", "\\katal", "kat"), ("lux", "\\lux", "lx")],
+              right=420)  # wider, as in siunitx: a table of its own
+    doc.save(tmp_path / "pair.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "pair.pdf").pages[0]
+    assert [span.caption for span in page.tables] == ["Table 1: Base units.",
+                                                      "Table 2: Derived units with special names."]
