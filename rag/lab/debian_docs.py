@@ -1,4 +1,4 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth to eighth held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth to ninth held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
@@ -6,7 +6,9 @@ estimates) and the Chinese LaTeX manuals and report templates of ``texlive-lang-
 ``table_questions_holdout7.json`` on thirteen more (coin's and quantreg's papers, the fontspec, xcolor and
 polyglossia manuals, and ctex's and other Chinese package manuals), ``table_questions_holdout8.json`` on twelve
 more (siunitx and other texlive-science manuals, multcomp's vignettes, Debian's Chinese reference, maintainer and
-Debian Edu manuals, the Chinese Asymptote manual). They are not
+Debian Edu manuals, the Chinese Asymptote manual), ``table_questions_holdout9.json`` on twelve more (R vignettes of
+ordinal, xtable, psych and glmmTMB, the microtype and mdwtab manuals, Debian's traditional-Chinese reference, Chinese
+TeX books and thesis templates). They are not
 copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian
 registry is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the listed PDFs, each
 checked against its SHA-256 so that every run reads the bytes the questions were written on.
@@ -150,6 +152,43 @@ DOCS = (
     DebianDoc("siunitx.pdf", "texlive-science-doc", "2022.20230122-4",
               "usr/share/doc/texlive-doc/latex/siunitx/siunitx.pdf",
               "81c5b204c941295ccb1fde49c2b9490e29eb1503a676eaac9796caaaf049dfb5"),
+    # the ninth held-out set (table_questions_holdout9.json)
+    DebianDoc("clm_article.pdf", "r-cran-ordinal", "2022.11-16-1",
+              "usr/lib/R/site-library/ordinal/doc/clm_article.pdf",
+              "5675a6c1d47186dbff605dd8d5e5b5834dc6288a1e00d8d39a253b234e9a3a50"),
+    DebianDoc("xtableGallery.pdf", "r-cran-xtable", "1:1.8-4-2",
+              "usr/lib/R/site-library/xtable/doc/xtableGallery.pdf",
+              "151023b27c2279437ed721b09d9e97920d332a099b8a138fea0a5529006caed4"),
+    DebianDoc("intro.pdf", "r-cran-psych", "2.2.9-1",
+              "usr/lib/R/site-library/psych/doc/intro.pdf",
+              "93c05529e29fde8f4af6a32cd73f7ac426c802125e65d34a3ec021cfec36b779"),
+    DebianDoc("microtype.pdf", "texlive-latex-recommended-doc", "2022.20230122-3",
+              "usr/share/doc/texlive-doc/latex/microtype/microtype.pdf",
+              "87d5dea67dac255eddac75106b3b382e7dc20cf91e493888357664c93a9308f4"),
+    DebianDoc("mdwtab.pdf", "texlive-latex-recommended-doc", "2022.20230122-3",
+              "usr/share/doc/texlive-doc/latex/mdwtools/mdwtab.pdf",
+              "282ede7e8f098da2f77f4cc63b3b31723e45c669aecd218c29b83f7dbe24d078"),
+    DebianDoc("model_evaluation.pdf", "r-cran-glmmtmb", "1.1.5+dfsg-4",
+              "usr/lib/R/site-library/glmmTMB/doc/model_evaluation.pdf",
+              "0f7a805ff11fae86ab59b0f7844e7d74a06eb68f05eca391fed32c8e36f511b7"),
+    DebianDoc("debian-reference.zh-tw.pdf", "debian-reference-zh-tw", "2.100",
+              "usr/share/debian-reference/debian-reference.zh-tw.pdf",
+              "7dea6a9258163a7b5844ecc0bac4c22e28d9c91cd72eebbf9765de0be0682e7e"),
+    DebianDoc("cnbook.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/plain/impatient-cn/cnbook.pdf",
+              "5877680a44330d3c7b820247a4e48732d0d5612a1422034bf6174f461743b833"),
+    DebianDoc("njuthesis.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/njuthesis/njuthesis.pdf",
+              "d5465f2799affa660e9fd59666e2cc04ce020e50cff082af5a77794f8604c1f5"),
+    DebianDoc("hitszthesis-bachelor.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/hitszthesis/hitszthesis-bachelor.pdf",
+              "fcf219189d26d53abc8fd1afd65908b075164ac0919ef8891c87e5e9ea8248ae"),
+    DebianDoc("shtthesis-user-guide.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/shtthesis/shtthesis-user-guide.pdf",
+              "43f562d420d1cf30688d6a0328419ae37dde7cc2b48fabf130ed3d13b8a025ef"),
+    DebianDoc("seuthesix.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/seuthesix/seuthesix.pdf",
+              "edeeedbf2c9d1b603575573c926af1d444140441a709d10764131c02b250b399"),
 )
 
 
