@@ -5,6 +5,9 @@ A table ruled only under its header and between its blocks (pscl's Table 2, Cite
 models. ``split_stacked_rows`` cuts such a drawn row at each line of its label; ``split_stacked_columns`` then
 cuts a drawn column at the gaps its values leave in every row, as the rule-table detector finds columns.
 Both leave ordinary grids alone: there a drawn row is a table row and a drawn column a table column.
+
+A table ruled between its columns only, its rows set apart by blank lines (plain TeX's ruled tables: cnbook's
+mushrooms), comes out as one drawn row of tall cells; ``split_spaced_rows`` cuts it at those blank lines.
 """
 
 from __future__ import annotations
@@ -13,11 +16,16 @@ from rag.ingest.pdf_layout import RawWord
 from rag.ingest.table_grid import Box, Cell, Grid, cell_text, merge_runs, text_lines, word_middle
 from rag.text.table_text import is_figure
 
+MIN_SPACED_ROWS = 3  # a header and two rows, each with text in two cells or more
+SPACED_ROW_GAP = 0.4  # line heights: a band this tall (and twice the cells' line gap) with no text separates rows
 FILLED_LINE_GAP = 15.0  # points from a cell's right edge: a line of text that reaches it was wrapped there
 
 
 def unstack(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
-    """The grid with stacked rows split, then, in a table that had them, stacked columns."""
+    """The grid with stacked rows split, then, in a table that had them, stacked columns; a grid of one drawn row
+    is split at its blank lines only (else it stays one row, and is no table)."""
+    if len(grid) == 1:  # rows set apart are one row each, however many lines their labels take
+        return split_spaced_rows(grid, cells)
     rows_grid, rows_cells = split_stacked_rows(grid, cells)
     if len(rows_grid) == len(grid):
         return grid, cells
@@ -47,6 +55,32 @@ def split_stacked_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[
         for upper, lower in zip(edges, edges[1:]):
             new_grid.append([None if box is None else (box[0], upper, box[2], lower) for box in boxes])
             new_cells.append([[word for word in cell if upper <= word_middle(word) < lower] for cell in row])
+    return new_grid, new_cells
+
+
+def split_spaced_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
+    """One drawn row cut where a band across every cell holds no text and is taller than ``SPACED_ROW_GAP`` line
+    heights and twice the usual gap between lines: the blank space between the rows of a table ruled only between
+    its columns. Kept only when that gives ``MIN_SPACED_ROWS`` rows or more, each filling two cells or more."""
+    [boxes], [row] = grid, cells
+    words = [word for cell in row for word in cell]
+    if not words or any(box is None for box in boxes):
+        return grid, cells
+    height = sorted(_height(word) for word in words)[len(words) // 2]
+    lines = merge_runs([(word.box[1], word.box[3]) for word in words], min_gap=0.01)
+    gaps = sorted(lower[0] - upper[1] for upper, lower in zip(lines, lines[1:]))
+    if not gaps:
+        return grid, cells
+    leading = gaps[len(gaps) // 2]  # most gaps are between the lines of one cell
+    bands = merge_runs(lines, min_gap=max(SPACED_ROW_GAP * height, 2 * leading))
+    if len(bands) < 2:
+        return grid, cells
+    edges = [boxes[0][1], *((upper[1] + lower[0]) / 2 for upper, lower in zip(bands, bands[1:])), boxes[0][3]]
+    new_grid: Grid = [[(box[0], upper, box[2], lower) for box in boxes] for upper, lower in zip(edges, edges[1:])]
+    new_cells = [[[word for word in cell if upper <= word_middle(word) < lower] for cell in row]
+                 for upper, lower in zip(edges, edges[1:])]
+    if len(new_cells) < MIN_SPACED_ROWS or any(sum(1 for cell in new_row if cell) < 2 for new_row in new_cells):
+        return grid, cells  # two framed boxes side by side, a figure's labels: not rows of a table
     return new_grid, new_cells
 
 

@@ -80,12 +80,17 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
     found = []
     if has_ruling(drawings):
         pymupdf.no_recommend_layout()  # PyMuPDF would print an advertisement to stdout
-        # a shaded band behind every other row of a striped table comes back as a one-row "table" each
-        found = [table for table in pdf_page.find_tables().tables if table.row_count >= 2]
-    found_boxes = [tuple(table.bbox) for table in found]
-    for table, bbox in zip(found, found_boxes):
+        found = pdf_page.find_tables().tables
+    found_boxes = []
+    for table in found:
+        bbox = tuple(table.bbox)
         grid = [[tuple(cell) if cell is not None else None for cell in row.cells] for row in table.rows]
-        items = _cut_out(items, bbox, grid, drawn_columns=True, others=[])
+        cut = _cut_out(items, bbox, grid, drawn_columns=True, others=[])
+        # a shaded band behind every other row of a striped table comes back as a one-row "table" each; one drawn
+        # row is a table only when its blank lines split it into rows (``table_stacks.split_spaced_rows``)
+        if table.row_count >= 2 or cut is not items:
+            found_boxes.append(bbox)
+        items = cut
     lines = [line for block in blocks for line in block]
     words = [word for line in lines for word in line.words]
     captions = [(line.x0, line.y0, line.x1, line.y1) for line in lines if is_caption_label(line_text(line))]

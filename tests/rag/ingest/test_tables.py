@@ -17,7 +17,7 @@ from rag.ingest.options import ParseOptions
 from rag.ingest.parse import parse_file
 from rag.ingest.pdf_layout import RawWord
 from rag.ingest.table_grid import clean_rows, split_header
-from rag.ingest.table_stacks import split_stacked_columns, split_stacked_rows
+from rag.ingest.table_stacks import split_stacked_columns, split_stacked_rows, unstack
 from rag.ingest.tables import TableBlock
 from rag.index.store import DocumentStore
 from rag.text.language import count_tokens
@@ -203,6 +203,28 @@ def test_a_wrapped_label_or_paragraph_in_a_drawn_row_is_not_split() -> None:
                   [RawWord("我们实施的审计程序", (62, 2, 118, 12)), RawWord("主要包括：了解存货", (62, 14, 118, 24)),
                    RawWord("跌价相关内部控制。", (62, 26, 110, 36))], [], []]]
     assert split_stacked_rows(grid, paragraph)[1] == paragraph
+
+
+def test_one_drawn_row_of_a_table_ruled_between_columns_only_is_split_at_its_blank_lines() -> None:
+    # plain TeX's ruled table (cnbook's mushrooms): rules between the columns, none between rows, which are set
+    # apart by half a line (6 points) where the lines of one cell are 2 points apart; a label wraps over two lines
+    grid = [[(0, 0, 80, 100), (80, 0, 140, 100), (140, 0, 300, 100)]]
+    cells = [[[RawWord("Name", (2, 2, 40, 12)), RawWord("Pleurotus", (2, 20, 60, 30)),
+               RawWord("ostreatus", (2, 32, 60, 42)), RawWord("Morchella", (2, 50, 60, 60)),
+               RawWord("esculenta", (2, 62, 60, 72))],
+              [RawWord("Common", (82, 2, 130, 12)), RawWord("Oyster", (82, 20, 120, 30)),
+               RawWord("Morel", (82, 50, 120, 60))],
+              [RawWord("Features", (142, 2, 200, 12)), RawWord("Shelflike clusters", (142, 20, 290, 30)),
+               RawWord("on stumps.", (142, 32, 220, 42)), RawWord("Conical cap,", (142, 50, 290, 60)),
+               RawWord("black pits", (142, 62, 230, 72)), RawWord("and no gills.", (142, 74, 240, 84))]]]
+    grid, cells = unstack(grid, cells)
+    assert _texts_of(clean_rows(grid, cells)) == [
+        ["Name", "Common", "Features"], ["Pleurotus ostreatus", "Oyster", "Shelflike clusters on stumps."],
+        ["Morchella esculenta", "Morel", "Conical cap, black pits and no gills."]]
+    # one line of cells (a shaded band of a striped table) stays one row
+    band = [[[RawWord("dvips", (2, 2, 40, 12))], [RawWord("v3.0k", (82, 2, 120, 12))],
+             [RawWord("d", (142, 2, 150, 12))]]]
+    assert unstack([[(0, 0, 80, 14), (80, 0, 140, 14), (140, 0, 300, 14)]], band)[1] == band
 
 
 def test_a_percent_sign_in_its_own_cell_joins_its_number() -> None:
@@ -458,3 +480,4 @@ def test_a_striped_table_without_rules_is_one_table(tmp_path: Path) -> None:
     table = page.text[span.start:span.end]
     assert span.caption == "Table 5: Drivers and color models"
     assert "| vtex | 1999/01/14 v6.3 | n |" in table and "| dvips | 2015/12/30 v3.0k | d |" in table
+
