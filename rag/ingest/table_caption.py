@@ -42,7 +42,8 @@ def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tu
         rows = []
     rows = rows or _title_rows(lines, bbox[1])
     chosen = [entry for row in reversed(rows) for entry in row]
-    labelled = any(is_caption_label(line_text(row[0][2])) for row in rows)  # one label a table: the next is not its
+    labelled = any(is_caption_label(line_text(row[0][2])) for row in rows)  # a table has one label: a second is
+    # the next table's
     below = [entry for entry in lines if entry[2].y0 >= bbox[3] - RULE_TOUCH and entry not in chosen
              and entry[2].y0 - bbox[3] < 2 * entry[2].height and not labelled]
     if below:
