@@ -42,10 +42,9 @@ def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tu
         rows = []
     rows = rows or _title_rows(lines, bbox[1])
     chosen = [entry for row in reversed(rows) for entry in row]
-    labelled = any(is_caption_label(line_text(row[0][2])) for row in rows)  # a table has one label: a second is
-    # the next table's
-    below = [entry for entry in lines if entry[2].y0 >= bbox[3] - RULE_TOUCH and entry not in chosen
-             and entry[2].y0 - bbox[3] < 2 * entry[2].height and not labelled]
+    labelled = any(is_caption_label(line_text(row[0][2])) for row in rows)  # a second label is the next table's
+    below = [] if labelled else [entry for entry in lines if entry[2].y0 >= bbox[3] - RULE_TOUCH
+                                 and entry not in chosen and entry[2].y0 - bbox[3] < 2 * entry[2].height]
     if below:
         top = min(below, key=lambda entry: entry[2].y0)[2]
         row = sorted((entry for entry in below if entry[2].y0 < top.y1 - 1 and entry[2].y1 > top.y0 + 1),

@@ -59,7 +59,8 @@ def place(word: RawWord, bbox: Box, grid: Grid, cells: list[list[Cell]]) -> bool
 
 
 def merge_runs(intervals: list[tuple[float, float]], min_gap: float = MIN_COLUMN_GAP) -> list[tuple[float, float]]:
-    """x-intervals merged where less than ``min_gap`` apart: the runs of a line's words, a column's spans."""
+    """Intervals on one axis merged where less than ``min_gap`` apart: the runs of a line's words, a column's spans
+    (x), the lines of a cell (y)."""
     runs: list[tuple[float, float]] = []
     for left, right in sorted(intervals):
         if runs and left - runs[-1][1] < min_gap:

@@ -51,11 +51,18 @@ def split_stacked_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[
             continue
         top = min(box[1] for box in boxes if box is not None)
         bottom = max(box[3] for box in boxes if box is not None)
-        edges = [top, *starts[1:], bottom]
-        for upper, lower in zip(edges, edges[1:]):
-            new_grid.append([None if box is None else (box[0], upper, box[2], lower) for box in boxes])
-            new_cells.append([[word for word in cell if upper <= word_middle(word) < lower] for cell in row])
+        cut_grid, cut_cells = _cut_row(boxes, row, [top, *starts[1:], bottom])
+        new_grid += cut_grid
+        new_cells += cut_cells
     return new_grid, new_cells
+
+
+def _cut_row(boxes: list[Box | None], row: list[Cell], edges: list[float]) -> tuple[Grid, list[list[Cell]]]:
+    """One drawn row cut into a row per band between consecutive ``edges``, each word in the band of its middle."""
+    bands = list(zip(edges, edges[1:]))
+    grid: Grid = [[None if box is None else (box[0], upper, box[2], lower) for box in boxes] for upper, lower in bands]
+    cells = [[[word for word in cell if upper <= word_middle(word) < lower] for cell in row] for upper, lower in bands]
+    return grid, cells
 
 
 def split_spaced_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[list[Cell]]]:
@@ -76,9 +83,7 @@ def split_spaced_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[l
     if len(bands) < 2:
         return grid, cells
     edges = [boxes[0][1], *((upper[1] + lower[0]) / 2 for upper, lower in zip(bands, bands[1:])), boxes[0][3]]
-    new_grid: Grid = [[(box[0], upper, box[2], lower) for box in boxes] for upper, lower in zip(edges, edges[1:])]
-    new_cells = [[[word for word in cell if upper <= word_middle(word) < lower] for cell in row]
-                 for upper, lower in zip(edges, edges[1:])]
+    new_grid, new_cells = _cut_row(boxes, row, edges)
     if len(new_cells) < MIN_SPACED_ROWS or any(sum(1 for cell in new_row if cell) < 2 for new_row in new_cells):
         return grid, cells  # two framed boxes side by side, a figure's labels: not rows of a table
     return new_grid, new_cells

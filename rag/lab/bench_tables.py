@@ -132,8 +132,8 @@ def run(paths: list[Path], questions: list[dict], config: RagConfig) -> dict:
             row_ranks[question["id"]] = _first(found, lambda hit: hit[0] and hit[1] == "row")
             fact_ranks[question["id"]] = _first(found, lambda hit: hit[1] == "row")
             if EXPLAIN and not _within(ranks[question["id"]], 3):
-                print(f"\n{question['id']} p{question['page']} {question['question']} [{question['row']} = {question['answer']}]"
-                      f" rank {ranks[question['id']]}")
+                print(f"\n{question['id']} p{question['page']} {question['question']} "
+                      f"[{question['row']} = {question['answer']}] rank {ranks[question['id']]}")
                 for node in nodes[:3]:
                     meta = node.node.metadata
                     print(f"   {ids.get(meta['doc_id'], '?')[:12]} p{meta['page_start']} {meta.get('kind')} "
