@@ -12,6 +12,8 @@ mushrooms), comes out as one drawn row of tall cells; ``split_spaced_rows`` cuts
 
 from __future__ import annotations
 
+from statistics import median_high
+
 from rag.ingest.pdf_layout import RawWord
 from rag.ingest.table_grid import Box, Cell, Grid, cell_text, merge_runs, text_lines, word_middle
 from rag.text.table_text import is_figure
@@ -73,12 +75,12 @@ def split_spaced_rows(grid: Grid, cells: list[list[Cell]]) -> tuple[Grid, list[l
     words = [word for cell in row for word in cell]
     if not words or any(box is None for box in boxes):
         return grid, cells
-    height = sorted(_height(word) for word in words)[len(words) // 2]
+    height = median_high(_height(word) for word in words)
     lines = merge_runs([(word.box[1], word.box[3]) for word in words], min_gap=0.01)
-    gaps = sorted(lower[0] - upper[1] for upper, lower in zip(lines, lines[1:]))
+    gaps = [lower[0] - upper[1] for upper, lower in zip(lines, lines[1:])]
     if not gaps:
         return grid, cells
-    leading = gaps[len(gaps) // 2]  # most gaps are between the lines of one cell
+    leading = median_high(gaps)  # most gaps are between the lines of one cell
     bands = merge_runs(lines, min_gap=max(SPACED_ROW_GAP * height, 2 * leading))
     if len(bands) < 2:
         return grid, cells
