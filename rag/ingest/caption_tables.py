@@ -22,6 +22,7 @@ from statistics import median
 
 from rag.ingest.pdf_layout import RawWord
 from rag.ingest.rule_tables import text_grid
+from rag.ingest.table_caption import labelled_elsewhere
 from rag.ingest.table_grid import Box, Grid, centre_in, text_lines, word_middle
 from rag.text.language import CJK_RE
 from rag.text.table_captions import CAPTION_LABEL_RE
@@ -34,6 +35,7 @@ PROSE_SHARE = 0.4  # of the caption's column: a cell this wide is running text
 SIDE_BY_SIDE_SHARE = 0.3  # two sentences this wide on one line: two columns of running text
 SENTENCE_WORDS, SENTENCE_CJK_CHARS = 6, 15
 MIN_ROWS = 3  # lines of two or more cells
+SET_OFF_GAP_HEIGHTS = 1.5  # a blank this high, then a line starting left of every row (three or more): past the table
 MIN_ROW_SHARE = 0.5  # of the lines in the band
 SAME_EDGE = 3.0  # points: a caption's wrapped line starts where it does
 CAPTION_SPACE_HEIGHTS = 3.0  # between "Table 1.1" and the caption's words on its line
@@ -54,7 +56,7 @@ def caption_tables(words: list[RawWord], captions: Sequence[Box], *, taken: list
         free = [word for word in words if left <= (word.box[0] + word.box[2]) / 2 <= right
                 and not centre_in(word.box, caption) and not any(centre_in(word.box, box) for box in occupied)]
         lines = text_lines(free)
-        if _beside_table(caption, lines, occupied):
+        if _beside_table(label, caption, lines, occupied, captions):
             continue  # the caption of a table found already
         above = [line for line in lines if _bottom(line) <= caption[1] + 1][::-1]
         below = [line for line in lines if _top(line) >= caption[3] - 1]
@@ -86,11 +88,15 @@ def _caption_extent(label: Box, words: list[RawWord]) -> Box:
     return x0, y0, x1, y1
 
 
-def _beside_table(caption: Box, lines: list[list[RawWord]], taken: list[Box]) -> bool:
+def _beside_table(label: Box, caption: Box, lines: list[list[RawWord]], taken: list[Box],
+                  captions: Sequence[Box]) -> bool:
+    """Whether a table found already sits right over or under the caption and has no other label (SIunits sets
+    "Table 2: …" a few lines under Table 1, whose label is over it)."""
     height = median([_height(line) for line in lines] or [caption[3] - caption[1]])
     return any(box[0] < caption[2] and caption[0] < box[2]
                and (0 <= caption[1] - box[3] <= MAX_CAPTION_GAP_HEIGHTS * height
-                    or 0 <= box[1] - caption[3] <= MAX_CAPTION_GAP_HEIGHTS * height) for box in taken)
+                    or 0 <= box[1] - caption[3] <= MAX_CAPTION_GAP_HEIGHTS * height)
+               and not labelled_elsewhere(box, label, captions) for box in taken)
 
 
 def _in_two_columns(words: list[RawWord], page_width: float) -> bool:
@@ -137,6 +143,9 @@ def _band(lines: list[list[RawWord]], edge: float, width: float, *, upward: bool
         text = " ".join(word.text for word in sorted(line, key=lambda word: word.box[0]))
         if gap > limit or _is_prose(line, width) or CAPTION_LABEL_RE.match(text) or _starts_figure(text):
             break
+        set_out = gap > SET_OFF_GAP_HEIGHTS * height and _left(line) < min(map(_left, band), default=0.0) - height
+        if len(band) >= MIN_ROWS and set_out:
+            break  # a heading set out left of the table after a blank line ("3.2.2 The 'degree Celsius'")
         band.append(line)
         edge = _top(line) if upward else _bottom(line)
     rows = [i for i, line in enumerate(band) if len(_cells(line)) >= 2]
@@ -187,6 +196,10 @@ def _starts_figure(text: str) -> bool:
 
 def _height(line: list[RawWord]) -> float:
     return median(word.box[3] - word.box[1] for word in line)
+
+
+def _left(line: list[RawWord]) -> float:
+    return min(word.box[0] for word in line)
 
 
 def _top(line: list[RawWord]) -> float:

@@ -8,7 +8,8 @@ its columns are the gaps in x that no word of a multi-cell row covers (a row of 
 tables of figures are taken: some column right of the labels must hold mostly numbers, which keeps
 algorithm boxes and ruled text out. A table of text (prompts, definitions) is taken with a "Table N"
 caption right over or under its rules. None is taken with curves or slanted strokes between its rules (a
-chart's frame and axis labels). Lines of wrapped text join the row they continue, and the grid goes to
+chart's frame and axis labels). A caption line between two rules of a stack cuts it (two tables of one width, one
+under the other), and a caption nearer a table found already, which has no other label, is that table's. Lines of wrapped text join the row they continue, and the grid goes to
 the same cell placement as PyMuPDF's tables (``tables._cut_out``).
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Sequence
 import pymupdf
 
 from rag.ingest.pdf_layout import RawWord
+from rag.ingest.table_caption import labelled_elsewhere
 from rag.ingest.table_grid import RULE_TOUCH, Box, Grid, centre_in, merge_runs, text_lines, word_middle
 
 MIN_RULE_WIDTH = 60.0  # points; shorter strokes are underlines or dashes
@@ -56,15 +58,20 @@ def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[B
     words = list(words)
     strokes = _plot_strokes(drawings)
     tables: list[tuple[Box, Grid]] = []
-    for x0, x1, ys in groups + long_groups:
+    # a long stack, or a part of a stack cut at a caption, is a table only beside a caption of its own
+    stacks = [(stack, cut) for group in groups for stack, cut in _split_at_captions(group, captions)]
+    stacks += [(stack, True) for group in long_groups for stack, _ in _split_at_captions(group, captions)]
+    for (x0, x1, ys), needs_caption in sorted(stacks, key=lambda stack: stack[1]):  # whole stacks claim captions first
         bbox = (x0, ys[0], x1, ys[-1])
-        if any(_overlaps(bbox, box) for box in [*taken, *(table[0] for table in tables)]):
+        others = [*taken, *(table[0] for table in tables)]
+        if any(_overlaps(bbox, box) for box in others):
             continue
-        if (x0, x1, ys) in long_groups and not _captioned(bbox, captions):
+        captioned = _captioned(bbox, [box for box in captions if not _claimed(box, bbox, others, captions)])
+        if needs_caption and not captioned:
             continue
         if sum(1 for x, y in strokes if bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]) >= MAX_PLOT_STROKES:
             continue
-        grid = text_grid(words, bbox, header_bottom=ys[1], need_figures=not _captioned(bbox, captions))
+        grid = text_grid(words, bbox, header_bottom=ys[1], need_figures=not captioned)
         if grid:
             tables.append((bbox, grid))
     return tables
@@ -148,6 +155,21 @@ def _rule_groups(drawings: list[dict], max_gap: float = MAX_RULE_GAP) -> list[tu
     return [group for group in groups if len(group[2]) >= 3]
 
 
+def _split_at_captions(group: tuple[float, float, list[float]],
+                       captions: Sequence[Box]) -> list[tuple[tuple[float, float, list[float]], bool]]:
+    """A stack of rules cut where a caption line sits between two of its rules, each part with whether it was cut:
+    two booktabs tables of one width set one under the other (fduthesis' 表6 and 表7) share their rules' ends, so
+    their rules made one stack. Parts of fewer than three rules go."""
+    x0, x1, ys = group
+    parts: list[list[float]] = [[ys[0]]]
+    for upper, lower in zip(ys, ys[1:]):
+        if any(box[0] < x1 and x0 < box[2] and upper + RULE_TOUCH < (box[1] + box[3]) / 2 < lower - RULE_TOUCH
+               for box in captions):
+            parts.append([])
+        parts[-1].append(lower)
+    return [((x0, x1, part), len(parts) > 1) for part in parts if len(part) >= 3]
+
+
 def _captioned(bbox: Box, captions: Sequence[Box]) -> bool:
     """Whether a caption line sits right under the rules or over them (its first line, a few lines up), and
     none between them (rules around a figure and a table at once)."""
@@ -156,6 +178,15 @@ def _captioned(bbox: Box, captions: Sequence[Box]) -> bool:
         return False
     return any(-RULE_TOUCH <= box[1] - bbox[3] <= CAPTION_BELOW or -RULE_TOUCH <= bbox[1] - box[3] <= CAPTION_ABOVE
                for box in over)
+
+
+def _claimed(caption: Box, bbox: Box, others: list[Box], captions: Sequence[Box]) -> bool:
+    """Whether a table found already (over or under the caption, across it) is nearer the caption than ``bbox`` and
+    has no other label: "Table 1.5" under its own table is not the caption of a code box further down."""
+    def gap(box: Box) -> float:
+        return max(box[1] - caption[3], caption[1] - box[3], 0.0)
+    return any(box[0] < caption[2] and caption[0] < box[2] and gap(box) < gap(bbox)
+               and not labelled_elsewhere(box, caption, captions) for box in others)
 
 
 def _plot_strokes(drawings: list[dict]) -> list[tuple[float, float]]:

@@ -76,3 +76,52 @@ def test_a_chinese_table_under_its_wrapped_caption(tmp_path: Path) -> None:
     assert "| \\bfseries | \\textbf{...} | 粗体 |" in table
     assert table.startswith(caption + "\n文字。\n| \\rmfamily |")  # the wrapped caption heads the table, no row
     assert "嵌套" not in table  # the text under it stays running text
+
+
+def _units_page(path: Path, *, heading: bool) -> Path:
+    """SIunits' page 10: Table 1 between rules with its caption over it, then "Table 2: …" a few lines under Table 1
+    over rows of aligned text with no rule under them; with ``heading``, a numbered section heading follows the
+    rows after a blank line, set out at the text's left edge."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((200, 90), "Table 1: SI base units", fontname="tiro", fontsize=10)
+    y = 112.0
+    page.draw_line((195, y - 10), (440, y - 10), width=0.5)
+    for number, row in enumerate((("Quantity", "Name", "Symbol"), ("length", "metre", "m"), ("mass", "kilogram", "kg"),
+                                  ("time", "second", "s"))):
+        for x, text in zip((200.0, 330.0, 400.0), row):
+            page.insert_text((x, y), text, fontname="tiro", fontsize=10)
+        if number == 0:
+            page.draw_line((195, y + 3), (440, y + 3), width=0.5)
+        y += 13
+    page.draw_line((195, y - 8), (440, y - 8), width=0.5)
+    y += 14
+    page.insert_text((160, y), "Table 2: Examples of SI derived units", fontname="tiro", fontsize=10)
+    y += 22
+    for row in (("Derived quantity", "Name", "Symbol"), ("area", "square metre", "m2"), ("volume", "cubic metre", "m3"),
+                ("current density", "ampere per square metre", "A/m2"), ("luminance", "candela per square metre",
+                                                                         "cd/m2")):
+        for x, text in zip((160.0, 300.0, 440.0), row):
+            page.insert_text((x, y), text, fontname="tiro", fontsize=10)
+        y += 14
+    if heading:
+        page.insert_text((100, y + 24), "3.2.2", fontname="tiro", fontsize=10)
+        page.insert_text((140, y + 24), "The degree Celsius", fontname="tiro", fontsize=10)
+        y += 24
+    page.insert_textbox(pymupdf.Rect(100, y + 20, 520, y + 120), PROSE, fontname="tiro", fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_caption_a_few_lines_under_a_captioned_table_heads_the_table_below_it(tmp_path: Path) -> None:
+    page = parse_file(_units_page(tmp_path / "units.pdf", heading=False)).pages[0]
+    assert [span.caption for span in page.tables] == ["Table 1: SI base units", "Table 2: Examples of SI derived units"]
+    assert "| current density | ampere per square metre | A/m2 |" in page.text[page.tables[1].start:page.tables[1].end]
+
+
+def test_a_heading_set_out_after_the_rows_ends_the_table(tmp_path: Path) -> None:
+    page = parse_file(_units_page(tmp_path / "units.pdf", heading=True)).pages[0]
+    table = page.text[page.tables[1].start:page.tables[1].end]
+    assert "| luminance | candela per square metre | cd/m2 |" in table
+    assert "Celsius" not in table

@@ -325,3 +325,49 @@ def test_a_table_with_its_label_above_leaves_the_next_label_to_the_table_below(t
     page = parse_file(tmp_path / "pair.pdf").pages[0]
     assert [span.caption for span in page.tables] == ["Table 1: Base units.",
                                                       "Table 2: Derived units with special names."]
+
+
+def test_two_tables_of_one_width_one_under_the_other_are_two_tables(tmp_path: Path) -> None:
+    """fduthesis sets 表6 and 表7 one under the other, both as wide as the text: their six rules share their ends and
+    lie closer than a table's rules may, so they made one stack; the caption between them cuts it in two."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Table 6: Numeric citations.", fontname="tiro", fontsize=9)
+    y = _booktabs(page, 120.0, [("Citing", "Command", "Style"), ("one work", "\\cite", "superscript"),
+                                ("two works", "\\cite", "range")])
+    page.insert_text((72, y + 24), "Table 7: Author-year citations.", fontname="tiro", fontsize=9)
+    _booktabs(page, y + 44, [("Citing", "Command", "Style"), ("one work", "\\citep", "parenthesis"),
+                             ("the year", "\\yearcite", "year only")])
+    doc.save(tmp_path / "stacked.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "stacked.pdf").pages[0]
+    assert [span.caption for span in page.tables] == ["Table 6: Numeric citations.", "Table 7: Author-year citations."]
+    assert "| the year | \\yearcite | year only |" in page.text[page.tables[1].start:page.tables[1].end]
+
+
+def test_a_caption_under_its_own_table_does_not_make_a_code_box_below_a_table(tmp_path: Path) -> None:
+    """Debian's reference frames its shell examples with a rule over and under each; "Table 1.5" under the table
+    between two such boxes belongs to that table, so the boxes under it stay running text."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+
+    def box(top: float, lines: list[str]) -> float:
+        for number, line in enumerate(lines):
+            page.insert_text((72, top + 14 + 12 * number), line, fontname="cour", fontsize=8)
+        bottom = top + 8 + 12 * len(lines)
+        for rule_y in (top, bottom):
+            page.draw_line((60, rule_y), (540, rule_y), width=0.5)
+        return bottom
+
+    box(80, ["$ ls -l /etc/passwd", "-rw-r--r-- 1 root root      2761 Aug 30 10:38 /etc/passwd"])
+    y = _booktabs(page, 150.0, [("Digit", "Meaning", "Value"), ("first", "setuid", "4"), ("second", "read", "4"),
+                                ("third", "write", "2")])
+    page.insert_text((150, y + 6), "Table 1.5: Numeric modes of chmod.", fontname="tiro", fontsize=9)
+    y = box(y + 60, ["$ touch foo bar", "$ chmod 644 bar", "-rw-r--r-- 1 penguin      penguin 0 Oct 16 21:39 bar",
+                     "-rw-r--r-- 1 penguin      penguin 0 Oct 16 21:35 foo"])
+    box(y + 20, ["(file permissions) =      (requested permissions) & ~(umask value)"])
+    doc.save(tmp_path / "boxes.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "boxes.pdf").pages[0]
+    assert [span.caption for span in page.tables] == ["Table 1.5: Numeric modes of chmod."]
+    assert "chmod 644 bar" not in page.text[page.tables[0].start:page.tables[0].end]
