@@ -1,4 +1,4 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth to ninth held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth to tenth held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
@@ -8,7 +8,8 @@ polyglossia manuals, and ctex's and other Chinese package manuals), ``table_ques
 more (siunitx and other texlive-science manuals, multcomp's vignettes, Debian's Chinese reference, maintainer and
 Debian Edu manuals, the Chinese Asymptote manual), ``table_questions_holdout9.json`` on twelve more (R vignettes of
 ordinal, xtable, psych and glmmTMB, the microtype and mdwtab manuals, Debian's traditional-Chinese reference, Chinese
-TeX books and thesis templates). They are not
+TeX books and thesis templates), ``table_questions_holdout10.json`` on twelve more (texlive-science manuals,
+unicode-math, systemfit's and quantreg's rq vignettes, six Chinese thesis templates). They are not
 copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian
 registry is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the listed PDFs, each
 checked against its SHA-256 so that every run reads the bytes the questions were written on.
@@ -189,6 +190,43 @@ DOCS = (
     DebianDoc("seuthesix.pdf", "texlive-publishers-doc", "2022.20230122-4",
               "usr/share/doc/texlive-doc/latex/seuthesix/seuthesix.pdf",
               "edeeedbf2c9d1b603575573c926af1d444140441a709d10764131c02b250b399"),
+    # the tenth held-out set (table_questions_holdout10.json)
+    DebianDoc("thermodynamics.pdf", "texlive-science-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/thermodynamics/thermodynamics.pdf",
+              "9ce850b069695dce565c9f80b8d77eba4fa7a5243fbfccf8fcc4873ef72e76f1"),
+    DebianDoc("unicode-math.pdf", "texlive-latex-recommended-doc", "2022.20230122-3",
+              "usr/share/doc/texlive-doc/latex/unicode-math/unicode-math.pdf",
+              "740d2dafd2922e91f5875cc45a658583ce99e6cb4e5356bca6118013a36b6e00"),
+    DebianDoc("unitsdef.pdf", "texlive-science-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/unitsdef/unitsdef.pdf",
+              "1eb794d9f798479e3f8f2b2ad31e549d848b4af47f17b995ff787eb904fc16bd"),
+    DebianDoc("numerica-tables.pdf", "texlive-science-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/numerica-tables/numerica-tables.pdf",
+              "9dbc11edd8ccc7cb138d45a931b7089ace4f2e9e69bf6716064fc9c9899480b3"),
+    DebianDoc("systemfit.pdf", "r-cran-systemfit", "1.1-28-1",
+              "usr/lib/R/site-library/systemfit/doc/systemfit.pdf",
+              "a9c46d6999b6941abd98486208f33447ad1baa4324cc3cc89da41d3c267c2860"),
+    DebianDoc("rq.pdf", "r-cran-quantreg", "5.94-1",
+              "usr/lib/R/site-library/quantreg/doc/rq.pdf",
+              "7cced1efe41449cf450b24b9eff5974b83f0a56eb5a40ad58b7d8247993afa3b"),
+    DebianDoc("nwafuthesis.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/nwafuthesis/nwafuthesis.pdf",
+              "6c83525f3f14f44018fae1da7a191c78d3bc7d6303886324a6ebd62ffae0f0bf"),
+    DebianDoc("xduts.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/xelatex/xduts/xduts.pdf",
+              "8974aa83d643e2d9a02a22d4030df2160d66c60c9dd8def22ef5a77a7d3eb06f"),
+    DebianDoc("xmuthesis.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/xmuthesis/xmuthesis.pdf",
+              "ff663831937834689111f5d9cf39979443f954fd938f411cd3f16fb8a730a758"),
+    DebianDoc("buctthesis.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/xelatex/buctthesis/buctthesis.pdf",
+              "5709d3db51f5001e6d4112481f3667f67efae3ab44dd2c6f1f3ae4e48498e9f5"),
+    DebianDoc("thuthesis.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/thuthesis/thuthesis.pdf",
+              "214f016e50538499351a9b7bf440a6a5aed63f1b2705fd7861b2b3034074c153"),
+    DebianDoc("hfutthesis-doc.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/xelatex/hfutthesis/hfutthesis-doc.pdf",
+              "73e833b232b2e64cf9c7a6ada9ac009a5713f65265cccbfb7bfe7a2dfbb030d4"),
 )
 
 
