@@ -336,13 +336,16 @@ def test_two_tables_of_one_width_one_under_the_other_are_two_tables(tmp_path: Pa
     y = _booktabs(page, 120.0, [("Citing", "Command", "Style"), ("one work", "\\cite", "superscript"),
                                 ("two works", "\\cite", "range")])
     page.insert_text((72, y + 24), "Table 7: Author-year citations.", fontname="tiro", fontsize=9)
-    _booktabs(page, y + 44, [("Citing", "Command", "Style"), ("one work", "\\citep", "parenthesis"),
-                             ("the year", "\\yearcite", "year only")])
+    y = _booktabs(page, y + 44, [("Citing", "Command", "Style"), ("one work", "\\citep", "parenthesis"),
+                                 ("the year", "\\yearcite", "year only")])
+    page.insert_text((72, y + 4), "Both need biber.", fontname="tiro", fontsize=9)  # under the bottom rule
     doc.save(tmp_path / "stacked.pdf")
     doc.close()
     page = parse_file(tmp_path / "stacked.pdf").pages[0]
     assert [span.caption for span in page.tables] == ["Table 6: Numeric citations.", "Table 7: Author-year citations."]
-    assert "| the year | \\yearcite | year only |" in page.text[page.tables[1].start:page.tables[1].end]
+    second = page.text[page.tables[1].start:page.tables[1].end]
+    assert "| the year | \\yearcite | year only |" in second
+    assert "biber" not in second
 
 
 def test_a_caption_under_its_own_table_does_not_make_a_code_box_below_a_table(tmp_path: Path) -> None:
