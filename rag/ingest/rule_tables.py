@@ -8,14 +8,14 @@ its columns are the gaps in x that no word of a multi-cell row covers (a row of 
 tables of figures are taken: some column right of the labels must hold mostly numbers, which keeps
 algorithm boxes and ruled text out. A table of text (prompts, definitions) is taken with a "Table N"
 caption right over or under its rules. None is taken with curves or slanted strokes between its rules (a
-chart's frame and axis labels). A caption line between two rules of a stack cuts it (two tables of one width, one
-under the other), and a caption nearer a table found already, which has no other label, is that table's. Lines of wrapped text join the row they continue, and the grid goes to
-the same cell placement as PyMuPDF's tables (``tables._cut_out``).
+chart's frame and axis labels). A caption line between two rules of a stack cuts it (two tables of one width,
+one under the other), and a caption nearer a table found already, which has no other label, is that table's.
+Lines of wrapped text join the row they continue (``rag.ingest.table_wraps``), and the grid goes to the same cell
+placement as PyMuPDF's tables (``tables._cut_out``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 import pymupdf
@@ -23,6 +23,7 @@ import pymupdf
 from rag.ingest.pdf_layout import RawWord
 from rag.ingest.table_caption import labelled_elsewhere
 from rag.ingest.table_grid import RULE_TOUCH, Box, Grid, centre_in, merge_runs, text_lines, word_middle
+from rag.ingest.table_wraps import is_figure_word, join_wrapped_rows
 
 MIN_RULE_WIDTH = 60.0  # points; shorter strokes are underlines or dashes
 SAME_EDGE = 1.5  # points; rules of one table start and end together
@@ -34,8 +35,6 @@ SPACE_GAP_HEIGHTS = 0.6  # a typewriter space is about half a line high; two col
 # a table of text counts with a "Table N" line this close under its bottom rule, or over its top rule (the
 # first line of a caption paragraph of up to six lines)
 CAPTION_BELOW, CAPTION_ABOVE = 25.0, 90.0
-_FIGURE_START_RE = re.compile(r"[-+−–(±~<>]?[$€£¥]?\d")
-_DASHES = {"-", "–", "—", "−", "±"}
 
 
 def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[Box],
@@ -86,7 +85,7 @@ def text_grid(words: list[RawWord], bbox: Box, *, header_bottom: float, need_fig
     columns = _columns(body, bbox[0], bbox[2])
     if len(columns) < 2 or (need_figures and not _has_figure_column(body, columns)):
         return None
-    rows = _join_wrapped_rows(_rows(inside, bbox[1], bbox[3]), columns, inside)
+    rows = join_wrapped_rows(_rows(inside, bbox[1], bbox[3]), columns, inside)
     if len(rows) < 2:
         return None
     return [[(left, top, right, bottom) for left, right in columns] for top, bottom in rows]
@@ -244,76 +243,14 @@ def _rows(words: list[RawWord], top: float, bottom: float) -> list[tuple[float, 
     return list(zip(edges, edges[1:]))
 
 
-def _join_wrapped_rows(rows: list[tuple[float, float]], columns: list[tuple[float, float]],
-                      words: list[RawWord]) -> list[tuple[float, float]]:
-    """Row bands with each line of wrapped text joined to the row it continues (``_continues``)."""
-    def cells(band: tuple[float, float]) -> dict[int, list[RawWord]]:
-        found: dict[int, list[RawWord]] = {}
-        for word in words:
-            if band[0] <= word_middle(word) < band[1]:
-                column = next((c for c, (left, right) in enumerate(columns)
-                               if left <= (word.box[0] + word.box[2]) / 2 < right), None)
-                if column is not None:
-                    found.setdefault(column, []).append(word)
-        return found
-
-    joined: list[tuple[float, float]] = []
-    first: dict[int, list[RawWord]] = {}  # the first line of the row being built
-    for band in rows:
-        line = cells(band)
-        if joined and line and _continues(line, first, columns):
-            joined[-1] = (joined[-1][0], band[1])
-        else:
-            joined.append(band)
-            first = line
-    return joined
-
-
-def _continues(line: dict[int, list[RawWord]], first: dict[int, list[RawWord]],
-               columns: list[tuple[float, float]]) -> bool:
-    """Whether a line of cells is wrapped text of the row that ``first`` starts.
-
-    It holds no figure and writes only in columns the row's first line filled. A wrapped label starts in
-    lower case and leaves some column empty ("Unfamiliar" over "terminology"). Without a label, the line
-    continues a row of words where no cell starts a capitalised word, or cells that ran out of room (filled
-    to near their right edge); a section heading ("LMs with proprietary data") does neither and stays a row.
-    """
-    if _has_figure(line) or not set(line) <= set(first):
-        return False
-    if 0 in line:  # beside a wrapped label, only cells that ran out of room wrap too ("chapter | {第," is a row)
-        return line[0][0].text[:1].islower() and set(line) < set(first) and all(
-            max(word.box[2] for word in first[c]) >= _near_right(columns[c]) for c in line if c)
-    in_words = not _has_figure(first) and not any(min(cell, key=lambda word: word.box[0]).text[:1].isupper()
-                                                  for cell in line.values())
-    # a figure set flush right has not run out of room ("32" over the heading "Males")
-    return in_words or all(max(word.box[2] for word in first[c]) >= _near_right(columns[c])
-                           and not any(_is_figure(word.text) for word in first[c]) for c in line)
-
-
-def _has_figure(line: dict[int, list[RawWord]]) -> bool:
-    return any(_is_figure(word.text) for cell in line.values() for word in cell)
-
-
-def _near_right(column: tuple[float, float]) -> float:
-    """How far right a cell's text must reach to have run out of room (a fifth of the column, 20 points at most)."""
-    left, right = column
-    return right - min(0.2 * (right - left), 20.0)
-
-
 def _has_figure_column(body: list[RawWord], columns: list[tuple[float, float]]) -> bool:
     """Whether a column right of the labels holds mostly figures (results beside citations and names)."""
     for left, right in columns[1:]:
         texts = [word.text for word in body if left <= (word.box[0] + word.box[2]) / 2 < right]
-        figures = sum(1 for text in texts if _is_figure(text))
+        figures = sum(1 for text in texts if is_figure_word(text))
         if figures >= 2 and figures >= MIN_FIGURE_SHARE * len(texts):
             return True
     return False
-
-
-def _is_figure(text: str) -> bool:
-    """A number, perhaps with a unit of up to three letters ("52.2M", "2x80GB"), a dash or a "±"."""
-    text = text.strip("*†‡")
-    return text in _DASHES or bool(_FIGURE_START_RE.match(text)) and sum(char.isalpha() for char in text) <= 3
 
 
 def _overlaps(a: Box, b: Box) -> bool:

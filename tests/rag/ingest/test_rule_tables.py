@@ -374,3 +374,46 @@ def test_a_caption_under_its_own_table_does_not_make_a_code_box_below_a_table(tm
     page = parse_file(tmp_path / "boxes.pdf").pages[0]
     assert [span.caption for span in page.tables] == ["Table 1.5: Numeric modes of chmod."]
     assert "chmod 644 bar" not in page.text[page.tables[0].start:page.tables[0].end]
+
+
+def _captioned_text_table(path: Path, lines: list[tuple[str, ...]], xs: tuple[float, ...], font: str) -> Path:
+    """A ruled table of text under "Table 3: …", one text line per entry of ``lines`` (12 pt apart), a rule under
+    the first; the rules end where the widest cell of the last column does, as LaTeX sets them."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), "Table 3: Settings.", fontname="tiro", fontsize=9)
+    y, rules, right = 120.0, [108.0], 0.0
+    for number, line in enumerate(lines):
+        for x, text in zip(xs, line):
+            if text:
+                right = max(right, x + pymupdf.get_text_length(text, fontname=font, fontsize=9))
+                page.insert_text((x, y), text, fontname=font, fontsize=9)
+        if number == 0:
+            rules.append(y + 4)
+        y += 12
+    for rule_y in [*rules, y - 6]:
+        page.draw_line((70, rule_y), (right + 2, rule_y), width=0.5)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_chinese_label_broken_mid_word_stays_one_row(tmp_path: Path) -> None:
+    """thuthesis' 表3 breaks "专业型研究生学位" after 研究 and the cells beside it too: one row, not two."""
+    lines = [("学位类型", "degree-name", "说明"), ("学术型博士", "注明学科门类", "可选"),
+             ("专业型研究", "专业学位的名称，例如：教育博士、工", "必须填写，否则编译报"), ("生学位", "程硕士", "错"),
+             ("本科生", "-", "-")]
+    page = parse_file(_captioned_text_table(tmp_path / "zh.pdf", lines, (72.0, 125.0, 290.0), "china-s")).pages[0]
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert "| 专业型研究生学位 | 专业学位的名称，例如：教育博士、工程硕士 | 必须填写，否则编译报错 |" in table
+    assert "| 本科生 | - | - |" in table  # a short label under a full one is a row of its own
+
+
+def test_a_wrapped_cell_of_words_and_figures_stays_in_its_row(tmp_path: Path) -> None:
+    """numerica's defaults ("{,}\\mskip 12mu plus 6mu" over "minus 9mu(vv)") wrap although they hold figures."""
+    lines = [("key", "type", "default"), ("dbg", "int", "0"), ("vvd", "tokens", "{,}\\mskip 12mu plus 6mu"),
+             ("", "", "minus 9mu(vv)"), ("log", "num", "10")]
+    page = parse_file(_captioned_text_table(tmp_path / "en.pdf", lines, (72.0, 160.0, 340.0), "tiro")).pages[0]
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert "| vvd | tokens | {,}\\mskip 12mu plus 6mu minus 9mu(vv) |" in table
+    assert "| log | num | 10 |" in table
