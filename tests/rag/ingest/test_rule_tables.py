@@ -309,43 +309,49 @@ def test_a_caption_between_two_tables_belongs_to_the_nearer(tmp_path: Path) -> N
                                                       "Table 5: Log odds ratios of consecutive levels."]
 
 
+def _labelled_pair(path: Path, labels: tuple[str, str], rows: tuple[list[tuple[str, ...]], list[tuple[str, ...]]], *,
+                   label_gap: float, table_gap: float, under: str = "") -> list[tuple[str, str]]:
+    """(caption, Markdown) of the tables parsed from a page of two booktabs tables of one width, one under the
+    other: the first label over the first table, the second ``label_gap`` under its last row's baseline and the second
+    table ``table_gap`` under that; ``under`` is a line set right under the second table's bottom rule."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), labels[0], fontname="tiro", fontsize=9)
+    y = _booktabs(page, 120.0, rows[0])
+    page.insert_text((72, y + label_gap), labels[1], fontname="tiro", fontsize=9)
+    y = _booktabs(page, y + table_gap, rows[1])
+    if under:
+        page.insert_text((72, y + 4), under, fontname="tiro", fontsize=9)
+    doc.save(path)
+    doc.close()
+    parsed = parse_file(path).pages[0]
+    return [(span.caption, parsed.text[span.start:span.end]) for span in parsed.tables]
+
+
 def test_a_table_with_its_label_above_leaves_the_next_label_to_the_table_below(tmp_path: Path) -> None:
     """siunitx sets "Table 1: …" over Table 1 and "Table 2: …" between the two, a point nearer Table 1's bottom rule
     than Table 2's top rule: Table 1 already has its label, so the second is Table 2's."""
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((72, 100), "Table 1: Base units.", fontname="tiro", fontsize=9)
-    y = _booktabs(page, 120.0, [("Unit", "Command", "Symbol"), ("ampere", "\\ampere", "A"),
-                                ("kelvin", "\\kelvin", "K")])
-    page.insert_text((72, y + 2), "Table 2: Derived units with special names.", fontname="tiro", fontsize=9)
-    _booktabs(page, y + 20, [("Unit", "Command", "Symbol"), ("katal", "\\katal", "kat"), ("lux", "\\lux", "lx")],
-              right=420)  # wider, as in siunitx: a table of its own
-    doc.save(tmp_path / "pair.pdf")
-    doc.close()
-    page = parse_file(tmp_path / "pair.pdf").pages[0]
-    assert [span.caption for span in page.tables] == ["Table 1: Base units.",
-                                                      "Table 2: Derived units with special names."]
+    labels = ("Table 1: Base units.", "Table 2: Derived units with special names.")
+    tables = _labelled_pair(tmp_path / "pair.pdf", labels,
+                            ([("Unit", "Command", "Symbol"), ("ampere", "\\ampere", "A"), ("kelvin", "\\kelvin", "K")],
+                             [("Unit", "Command", "Symbol"), ("katal", "\\katal", "kat"), ("lux", "\\lux", "lx")]),
+                            label_gap=2, table_gap=20)
+    assert [caption for caption, _ in tables] == list(labels)
 
 
 def test_two_tables_of_one_width_one_under_the_other_are_two_tables(tmp_path: Path) -> None:
     """fduthesis sets 表6 and 表7 one under the other, both as wide as the text: their six rules share their ends and
     lie closer than a table's rules may, so they made one stack; the caption between them cuts it in two."""
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((72, 100), "Table 6: Numeric citations.", fontname="tiro", fontsize=9)
-    y = _booktabs(page, 120.0, [("Citing", "Command", "Style"), ("one work", "\\cite", "superscript"),
-                                ("two works", "\\cite", "range")])
-    page.insert_text((72, y + 24), "Table 7: Author-year citations.", fontname="tiro", fontsize=9)
-    y = _booktabs(page, y + 44, [("Citing", "Command", "Style"), ("one work", "\\citep", "parenthesis"),
-                                 ("the year", "\\yearcite", "year only")])
-    page.insert_text((72, y + 4), "Both need biber.", fontname="tiro", fontsize=9)  # under the bottom rule
-    doc.save(tmp_path / "stacked.pdf")
-    doc.close()
-    page = parse_file(tmp_path / "stacked.pdf").pages[0]
-    assert [span.caption for span in page.tables] == ["Table 6: Numeric citations.", "Table 7: Author-year citations."]
-    second = page.text[page.tables[1].start:page.tables[1].end]
-    assert "| the year | \\yearcite | year only |" in second
-    assert "biber" not in second
+    labels = ("Table 6: Numeric citations.", "Table 7: Author-year citations.")
+    tables = _labelled_pair(tmp_path / "stacked.pdf", labels,
+                            ([("Citing", "Command", "Style"), ("one work", "\\cite", "superscript"),
+                              ("two works", "\\cite", "range")],
+                             [("Citing", "Command", "Style"), ("one work", "\\citep", "parenthesis"),
+                              ("the year", "\\yearcite", "year only")]),
+                            label_gap=24, table_gap=44, under="Both need biber.")
+    assert [caption for caption, _ in tables] == list(labels)
+    assert "| the year | \\yearcite | year only |" in tables[1][1]
+    assert "biber" not in tables[1][1]  # a caption walk alone would take the line under the bottom rule
 
 
 def test_a_caption_under_its_own_table_does_not_make_a_code_box_below_a_table(tmp_path: Path) -> None:
