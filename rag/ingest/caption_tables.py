@@ -90,8 +90,9 @@ def _caption_extent(label: Box, words: list[RawWord]) -> Box:
 
 def _beside_table(label: Box, caption: Box, lines: list[list[RawWord]], taken: list[Box],
                   captions: Sequence[Box]) -> bool:
-    """Whether a table found already sits right over or under the caption and has no other label (SIunits sets
-    "Table 2: …" a few lines under Table 1, whose label is over it)."""
+    """Whether a table found already sits right over or under the caption (``label``'s line, as listed in
+    ``captions``, and the words beside it) and has no other label (SIunits sets "Table 2: …" a few lines under
+    Table 1, whose label is over it)."""
     height = median([_height(line) for line in lines] or [caption[3] - caption[1]])
     return any(box[0] < caption[2] and caption[0] < box[2]
                and (0 <= caption[1] - box[3] <= MAX_CAPTION_GAP_HEIGHTS * height

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import pymupdf
 
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_caption import labelled_elsewhere
+from rag.ingest.table_caption import label_within_reach, labelled_elsewhere
 from rag.ingest.table_grid import RULE_TOUCH, Box, Grid, centre_in, merge_runs, text_lines, word_middle
 from rag.ingest.table_wraps import is_figure_word, join_wrapped_rows
 
@@ -32,9 +32,6 @@ MAX_PLOT_STROKES = 4  # curves or slanted lines inside the rules: a chart
 MIN_FIGURE_SHARE = 0.5  # of the words in a column of figures ("1 所" is half a figure)
 SPAN_GAP = 1.0  # points between two columns that no row bridges
 SPACE_GAP_HEIGHTS = 0.6  # a typewriter space is about half a line high; two columns stand a line height apart or more
-# a table of text counts with a "Table N" line this close under its bottom rule, or over its top rule (the
-# first line of a caption paragraph of up to six lines)
-CAPTION_BELOW, CAPTION_ABOVE = 25.0, 90.0
 
 
 def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[Box],
@@ -175,8 +172,7 @@ def _captioned(bbox: Box, captions: Sequence[Box]) -> bool:
     over = [box for box in captions if box[0] < bbox[2] and bbox[0] < box[2]]
     if any(bbox[1] + RULE_TOUCH < box[1] < bbox[3] - RULE_TOUCH for box in over):
         return False
-    return any(-RULE_TOUCH <= box[1] - bbox[3] <= CAPTION_BELOW or -RULE_TOUCH <= bbox[1] - box[3] <= CAPTION_ABOVE
-               for box in over)
+    return any(label_within_reach(bbox, box) for box in over)
 
 
 def _claimed(caption: Box, bbox: Box, others: list[Box], captions: Sequence[Box]) -> bool:

@@ -18,7 +18,8 @@ from rag.text.language import count_tokens
 from rag.text.table_captions import CAPTION_LABEL_RE, is_caption_label
 
 MAX_CAPTION_ROWS = 6
-LABEL_REACH_ABOVE, LABEL_REACH_BELOW = 90.0, 25.0  # points from a table to a caption label of its own
+# points: a table's caption label lies this close under it, or over it (the first line of up to six caption lines)
+LABEL_REACH_BELOW, LABEL_REACH_ABOVE = 25.0, 90.0
 MAX_CAPTION_TOKENS = 40
 MAX_TITLE_TOKENS = 16
 RUNNING_LINE_TOKENS = 12  # a line this long that breaks mid-sentence is running text, not a title
@@ -70,13 +71,17 @@ def _nearer_elsewhere(line: RawLine, bbox: Box, others: Sequence[Box]) -> bool:
     return any(box[0] < line.x1 and line.x0 < box[2] and distance(box) < distance(bbox) for box in others)
 
 
+def label_within_reach(box: Box, label: Box) -> bool:
+    """Whether a caption label line sits right under the table at ``box`` or over it, across its columns."""
+    return (label[0] < box[2] and box[0] < label[2]
+            and (-RULE_TOUCH <= label[1] - box[3] <= LABEL_REACH_BELOW
+                 or -RULE_TOUCH <= box[1] - label[3] <= LABEL_REACH_ABOVE))
+
+
 def labelled_elsewhere(box: Box, caption: Box, captions: Sequence[Box]) -> bool:
-    """Whether the table at ``box`` has a caption label other than ``caption`` over it (up to a six-line caption
-    paragraph up) or right under it: a table has one label, so "Table 1: …" over Table 1 leaves "Table 2: …" set
-    under it to Table 2."""
-    return any(label != caption and label[0] < box[2] and box[0] < label[2]
-               and (-RULE_TOUCH <= box[1] - label[3] <= LABEL_REACH_ABOVE
-                    or -RULE_TOUCH <= label[1] - box[3] <= LABEL_REACH_BELOW) for label in captions)
+    """Whether the table at ``box`` has a caption label other than ``caption`` within reach: a table has one label,
+    so "Table 1: …" over Table 1 leaves "Table 2: …" set under it to Table 2."""
+    return any(label != caption and label_within_reach(box, label) for label in captions)
 
 
 def _rows_above(lines: list[Entry], top: float) -> Iterator[tuple[list[Entry], float, float]]:
