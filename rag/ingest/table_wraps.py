@@ -15,6 +15,7 @@ from rag.text.language import CJK_RE
 
 _FIGURE_START_RE = re.compile(r"[-+−–(±~<>]?[$€£¥]?\d")
 _DASHES = {"-", "–", "—", "−", "±"}
+WORD_SPACE_HEIGHTS = 0.25  # a word space, in line heights
 
 Line = dict[int, list[RawWord]]  # a text line's words by column
 
@@ -67,8 +68,10 @@ def _continues(line: Line, first: Line, columns: list[tuple[float, float]]) -> b
     in_words = not has_figure(first) and not any(min(cell, key=lambda word: word.box[0]).text[:1].isupper()
                                                  for cell in line.values())
     # figures set flush right have not run out of room ("32" over the heading "Males"); words with figures among
-    # them may have ("{,}\mskip 12mu plus 6mu" over "minus 9mu(vv)")
-    return in_words or all(ran_out(c) and not all(is_figure_word(word.text) for word in first[c]) for c in line)
+    # them may have ("{,}\mskip 12mu plus 6mu" over "minus 9mu(vv)"), and a lone cell under words it would not have
+    # fitted beside ("{,}\mskip 36mu minus" over "24mu(vv)")
+    return in_words or all((ran_out(c) or len(line) == 1 and _would_not_fit(first[c], line[c], columns[c]))
+                           and not all(is_figure_word(word.text) for word in first[c]) for c in line)
 
 
 def _ran_out(cell: list[RawWord], column: tuple[float, float]) -> bool:
@@ -76,6 +79,13 @@ def _ran_out(cell: list[RawWord], column: tuple[float, float]) -> bool:
     the next line's first word would have fitted after it says too little: a column's width is its widest cell's."""
     left, right = column
     return max(word.box[2] for word in cell) >= right - min(0.2 * (right - left), 20.0)
+
+
+def _would_not_fit(cell: list[RawWord], below: list[RawWord], column: tuple[float, float]) -> bool:
+    """Whether the first word of the line below would have run past the column's right edge after ``cell``."""
+    word = min(below, key=lambda word: word.box[0])
+    space = WORD_SPACE_HEIGHTS * (word.box[3] - word.box[1])
+    return max(other.box[2] for other in cell) + space + _width([word]) > column[1]
 
 
 def _width(cell: list[RawWord]) -> float:
