@@ -423,3 +423,16 @@ def test_a_wrapped_cell_of_words_and_figures_stays_in_its_row(tmp_path: Path) ->
     table = page.text[page.tables[0].start:page.tables[0].end]
     assert "| vvd | tokens | {,}\\mskip 12mu plus 6mu minus 9mu(vv) |" in table
     assert "| log | num | 10 |" in table
+
+
+def test_a_lone_cell_whose_first_word_would_not_have_fitted_above_continues_the_row(tmp_path: Path) -> None:
+    """lme4's formula table wraps "Intercept varying / according to g1 and g2." short of the column's edge: the
+    line under it is a lone cell whose first word would not have fitted after "varying"."""
+    lines = [("Formula", "Alternative", "Meaning"), ("(1 | g)", "1 + (1 | g)", "Random intercept"),
+             ("x + (x | g)", "1 + x + (1 + x | g)", "Correlated random slope"),
+             ("(1 | g1/g2)", "(1 | g1)+(1 | g1:g2)", "Intercept varying"), ("", "", "according to g1 and g2."),
+             ("x + (1 | g)", "1 + x + (1 | g)", "Fixed slope")]
+    page = parse_file(_captioned_text_table(tmp_path / "lme4.pdf", lines, (72.0, 160.0, 340.0), "tiro")).pages[0]
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert "| Intercept varying according to g1 and g2. |" in table
+    assert "| x + (1 \\| g) | 1 + x + (1 \\| g) | Fixed slope |" in table
