@@ -52,9 +52,10 @@ def _continues(line: Line, first: Line, columns: list[tuple[float, float]]) -> b
     lower case and leaves some column empty ("Unfamiliar" over "terminology"); a Chinese label broken mid-word
     ("专业型研究" over "生学位") ends shorter than its first line, and every cell beside it ran out of room. Without
     a label, the line continues a row of words where no cell starts a capitalised word, or cells that ran out of
-    room; a section heading ("LMs with proprietary data") does neither and stays a row.
+    room, or is a lone cell whose first word would not have fitted after the words above it; a section heading
+    ("LMs with proprietary data") is none of these and stays a row.
     """
-    if has_figure(line) or not set(line) <= set(first):
+    if _has_figure(line) or not set(line) <= set(first):
         return False
 
     def ran_out(c: int) -> bool:
@@ -65,7 +66,7 @@ def _continues(line: Line, first: Line, columns: list[tuple[float, float]]) -> b
         return _width(line[0]) < _width(first[0]) - height and all(ran_out(c) for c in line)
     if 0 in line:  # beside a wrapped label, only cells that ran out of room wrap too ("chapter | {第," is a row)
         return line[0][0].text[:1].islower() and set(line) < set(first) and all(ran_out(c) for c in line if c)
-    in_words = not has_figure(first) and not any(min(cell, key=lambda word: word.box[0]).text[:1].isupper()
+    in_words = not _has_figure(first) and not any(min(cell, key=lambda word: word.box[0]).text[:1].isupper()
                                                  for cell in line.values())
     # figures set flush right have not run out of room ("32" over the heading "Males"); words with figures among
     # them may have ("{,}\mskip 12mu plus 6mu" over "minus 9mu(vv)"), and a lone cell under words it would not have
@@ -75,14 +76,15 @@ def _continues(line: Line, first: Line, columns: list[tuple[float, float]]) -> b
 
 
 def _ran_out(cell: list[RawWord], column: tuple[float, float]) -> bool:
-    """Whether a cell's text reaches near its column's right edge (a fifth of the column, 20 points at most). Whether
-    the next line's first word would have fitted after it says too little: a column's width is its widest cell's."""
+    """Whether a cell's text reaches near its column's right edge (a fifth of the column, 20 points at most)."""
     left, right = column
     return max(word.box[2] for word in cell) >= right - min(0.2 * (right - left), 20.0)
 
 
 def _would_not_fit(cell: list[RawWord], below: list[RawWord], column: tuple[float, float]) -> bool:
-    """Whether the first word of the line below would have run past the column's right edge after ``cell``."""
+    """Whether the first word of the line below would have run past the column's right edge after ``cell``. Asked of
+    a lone cell only: beside other cells, a narrow column's words fail it row after row (a column is as wide as its
+    widest cell), and polyglossia's list of languages became one row."""
     word = min(below, key=lambda word: word.box[0])
     space = WORD_SPACE_HEIGHTS * (word.box[3] - word.box[1])
     return max(other.box[2] for other in cell) + space + _width([word]) > column[1]
@@ -92,7 +94,7 @@ def _width(cell: list[RawWord]) -> float:
     return max(word.box[2] for word in cell) - min(word.box[0] for word in cell)
 
 
-def has_figure(line: Line) -> bool:
+def _has_figure(line: Line) -> bool:
     return any(is_figure_word(word.text) for cell in line.values() for word in cell)
 
 
