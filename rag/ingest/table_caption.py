@@ -18,6 +18,7 @@ from rag.text.language import count_tokens
 from rag.text.table_captions import CAPTION_LABEL_RE, is_caption_label
 
 MAX_CAPTION_ROWS = 6
+LABEL_BELOW_HEIGHTS = 2.5  # a "Table N" line this many line heights under a table (Debian's reference: 2.2)
 # points: a table's caption label lies this close under it, or over it (the first line of up to six caption lines)
 LABEL_REACH_BELOW, LABEL_REACH_ABOVE = 25.0, 90.0
 MAX_CAPTION_TOKENS = 40
@@ -45,8 +46,8 @@ def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tu
     rows = rows or _title_rows(lines, bbox[1])
     chosen = [entry for row in reversed(rows) for entry in row]
     labelled = any(is_caption_label(line_text(row[0][2])) for row in rows)  # a second label is the next table's
-    below = [] if labelled else [entry for entry in lines if entry[2].y0 >= bbox[3] - RULE_TOUCH
-                                 and entry not in chosen and entry[2].y0 - bbox[3] < 2 * entry[2].height]
+    below = [] if labelled else [entry for entry in lines if entry[2].y0 >= bbox[3] - RULE_TOUCH and entry not in chosen
+                                 and entry[2].y0 - bbox[3] < LABEL_BELOW_HEIGHTS * entry[2].height]
     if below:
         top = min(below, key=lambda entry: entry[2].y0)[2]
         row = sorted((entry for entry in below if entry[2].y0 < top.y1 - 1 and entry[2].y1 > top.y0 + 1),
