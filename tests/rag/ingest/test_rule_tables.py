@@ -436,3 +436,17 @@ def test_a_lone_cell_whose_first_word_would_not_have_fitted_above_continues_the_
     table = page.text[page.tables[0].start:page.tables[0].end]
     assert "| Intercept varying according to g1 and g2. |" in table
     assert "| x + (1 \\| g) | 1 + x + (1 \\| g) | Fixed slope |" in table
+
+
+def test_a_label_set_two_line_heights_under_its_table_is_its_caption(tmp_path: Path) -> None:
+    """Debian's reference sets "Table 1.5: …" about 2.2 line heights under every table, past the blank line."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y = _booktabs(page, 120.0, ROWS)
+    page.insert_text((72, y + 26), "Table 1.5: Results of the three models.", fontname="tiro", fontsize=9)  # 2.15 lines
+    page.insert_textbox(pymupdf.Rect(72, y + 46, 520, y + 146), "The table compares three models.", fontname="tiro",
+                        fontsize=9)
+    doc.save(tmp_path / "below.pdf")
+    doc.close()
+    assert [span.caption for span in parse_file(tmp_path / "below.pdf").pages[0].tables] == [
+        "Table 1.5: Results of the three models."]
