@@ -144,8 +144,8 @@ def _band(lines: list[list[RawWord]], edge: float, width: float, *, upward: bool
         text = " ".join(word.text for word in sorted(line, key=lambda word: word.box[0]))
         if gap > limit or _is_prose(line, width) or CAPTION_LABEL_RE.match(text) or _starts_figure(text):
             break
-        set_out = gap > SET_OFF_GAP_HEIGHTS * height and _left(line) < min(map(_left, band), default=0.0) - height
-        if len(band) >= MIN_ROWS and set_out:
+        if (len(band) >= MIN_ROWS and gap > SET_OFF_GAP_HEIGHTS * height
+                and _left(line) < min(map(_left, band)) - height):
             break  # a heading set out left of the table after a blank line ("3.2.2 The 'degree Celsius'")
         band.append(line)
         edge = _top(line) if upward else _bottom(line)

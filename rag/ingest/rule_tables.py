@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import pymupdf
 
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.table_caption import label_within_reach, labelled_elsewhere
+from rag.ingest.table_caption import label_within_reach, labelled_elsewhere, nearer_elsewhere
 from rag.ingest.table_grid import RULE_TOUCH, Box, Grid, centre_in, merge_runs, text_lines, word_middle
 from rag.ingest.table_wraps import is_figure_word, join_wrapped_rows
 
@@ -176,12 +176,9 @@ def _captioned(bbox: Box, captions: Sequence[Box]) -> bool:
 
 
 def _claimed(caption: Box, bbox: Box, others: list[Box], captions: Sequence[Box]) -> bool:
-    """Whether a table found already (over or under the caption, across it) is nearer the caption than ``bbox`` and
-    has no other label: "Table 1.5" under its own table is not the caption of a code box further down."""
-    def gap(box: Box) -> float:
-        return max(box[1] - caption[3], caption[1] - box[3], 0.0)
-    return any(box[0] < caption[2] and caption[0] < box[2] and gap(box) < gap(bbox)
-               and not labelled_elsewhere(box, caption, captions) for box in others)
+    """Whether a table found already, with no other label, is nearer the caption than ``bbox``: "Table 1.5" under its
+    own table is not the caption of a code box further down."""
+    return nearer_elsewhere(caption, bbox, [box for box in others if not labelled_elsewhere(box, caption, captions)])
 
 
 def _plot_strokes(drawings: list[dict]) -> list[tuple[float, float]]:

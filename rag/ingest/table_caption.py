@@ -41,7 +41,7 @@ def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tu
     lines = [(i, j, line) for i, item in enumerate(items) if isinstance(item, list)
              for j, line in enumerate(item) if line.x1 > bbox[0] and line.x0 < bbox[2]]
     rows = _labelled_paragraph(lines, bbox[1])  # nearest first
-    if rows and _nearer_elsewhere(rows[-1][0][2], bbox, others):
+    if rows and nearer_elsewhere(_box(rows[-1][0][2]), bbox, others):
         rows = []
     rows = rows or _title_rows(lines, bbox[1])
     chosen = [entry for row in reversed(rows) for entry in row]
@@ -52,7 +52,7 @@ def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tu
         top = min(below, key=lambda entry: entry[2].y0)[2]
         row = sorted((entry for entry in below if entry[2].y0 < top.y1 - 1 and entry[2].y1 > top.y0 + 1),
                      key=lambda entry: entry[2].x0)  # a bold "Table 2:" and the words set beside it
-        if is_caption_label(line_text(row[0][2])) and not _nearer_elsewhere(row[0][2], bbox, others):
+        if is_caption_label(line_text(row[0][2])) and not nearer_elsewhere(_box(row[0][2]), bbox, others):
             chosen += row
             chosen += _caption_continued(row, [entry for entry in lines if entry not in chosen])
     taken = {(i, j) for i, j, _ in chosen}
@@ -64,12 +64,16 @@ def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tu
     return kept, [line for _, _, line in chosen]
 
 
-def _nearer_elsewhere(line: RawLine, bbox: Box, others: Sequence[Box]) -> bool:
-    """Whether another table over the same columns lies nearer the line, above or below it, than ``bbox``."""
+def nearer_elsewhere(caption: Box, bbox: Box, others: Sequence[Box]) -> bool:
+    """Whether another table over the same columns lies nearer the caption line, above or below it, than ``bbox``."""
     def distance(box: Box) -> float:
-        return max(box[1] - line.y1, line.y0 - box[3], 0.0)
+        return max(box[1] - caption[3], caption[1] - box[3], 0.0)
 
-    return any(box[0] < line.x1 and line.x0 < box[2] and distance(box) < distance(bbox) for box in others)
+    return any(box[0] < caption[2] and caption[0] < box[2] and distance(box) < distance(bbox) for box in others)
+
+
+def _box(line: RawLine) -> Box:
+    return line.x0, line.y0, line.x1, line.y1
 
 
 def label_within_reach(box: Box, label: Box) -> bool:
