@@ -26,6 +26,7 @@ from rag.retrieval.fusion_scores import (
 )
 from rag.retrieval.nodes import annotate_node
 from rag.retrieval.query import SearchQuery, as_search_query, expanded
+from rag.retrieval.table_references import boost_referenced_tables
 from rag.retrieval.table_rows import boost_named_rows
 from rag.retrieval.trace import QueryTrace, StageTrace
 from rag.text.language import count_tokens
@@ -83,6 +84,8 @@ class FusionRetriever(BaseRetriever):
         dense_sources: The dense sources' names. Defaults to ``("vector",)``.
         no_relevance: Sources whose scores do not count towards ``relevance``. Defaults to none.
         idf: token -> IDF for the coverage (``KeywordIndex.idf``). Defaults to equal weights.
+        table_row_boost: See ``rag.retrieval.table_rows``. Defaults to 0 (off).
+        table_reference_share: See ``rag.retrieval.table_references``. Defaults to 0 (off).
     """
 
     def __init__(self, retrievers: Mapping[str, BaseRetriever], *, mode: Literal["rrf", "weighted"] = "rrf",
@@ -92,7 +95,8 @@ class FusionRetriever(BaseRetriever):
                  keyword_source: str | None = "bm25", short_query_tokens: int = 2,
                  coverage_below: float = 0.0, dense_shift: float = DENSE_SHIFT, idf: Idf | None = None,
                  dense_sources: Sequence[str] = ("vector",), no_relevance: Sequence[str] = (),
-                 table_row_boost: float = 0.0, callback_manager: CallbackManager | None = None,
+                 table_row_boost: float = 0.0, table_reference_share: float = 0.0,
+                 callback_manager: CallbackManager | None = None,
                  verbose: bool = False) -> None:
         if not retrievers:
             raise ValueError("FusionRetriever needs at least one sub-retriever")
@@ -121,6 +125,7 @@ class FusionRetriever(BaseRetriever):
         self.dense_sources = [name for name in dense_sources if name in self.retrievers]
         self.no_relevance = frozenset(no_relevance)
         self.table_row_boost = table_row_boost
+        self.table_reference_share = table_reference_share
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -143,6 +148,7 @@ class FusionRetriever(BaseRetriever):
         kwargs.setdefault("coverage_below", COVERAGE_BELOW)
         kwargs.setdefault("idf", getattr(keywords, "idf", None))
         kwargs.setdefault("table_row_boost", config.table_row_boost)
+        kwargs.setdefault("table_reference_share", config.table_reference_share)
         kwargs.setdefault("dense_sources", dense)
         kwargs.setdefault("no_relevance", (second_vector_source,))
         return cls(retrievers, mode=config.fusion, rrf_k=config.rrf_k, top_k=config.candidate_k,
@@ -230,7 +236,8 @@ class FusionRetriever(BaseRetriever):
             fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights=weights)
         else:
             fused = weighted_score_fusion(lists, weights=weights, normalization=self.normalization)
-        fused = boost_named_rows(fused, query, self.table_row_boost, stage)[:top_k]
+        fused = boost_named_rows(fused, query, self.table_row_boost, stage)
+        fused = boost_referenced_tables(fused, self.table_reference_share, stage)[:top_k]
         stage.note(f"mode={self.mode} weights={dict(zip(names, weights))}"
                    + (f" k={self.rrf_k}" if self.mode == "rrf" else f" normalization={self.normalization}"))
 

@@ -1,0 +1,92 @@
+"""A table that a top passage names ("presented in Table 1", "表1中是有的值") ranks right below that passage.
+
+A question that describes a cell instead of quoting its row ("which equation gives the residual
+covariance with no degrees-of-freedom correction?") shares few words with the table: its caption and
+row labels are terse ("Table 1: Possible values of argument methodResidCov", "noDfCor | 37"). The
+paragraph that introduces the table shares many, and both retrievers rank it first. So after fusion,
+a table chunk of the same document whose caption label a top passage names gains that passage's
+score times ``retrieval.table_reference_share``, scaled by its own score against the best part of
+the same table (a table split into parts lifts its best-matching part most, not every part alike).
+Only candidates retrieval already found move; a library without labelled tables ranks as before.
+"""
+
+from __future__ import annotations
+
+import re
+
+from llama_index.core.schema import NodeWithScore
+
+from rag.retrieval.trace import StageTrace
+from rag.text.table_text import split_markdown_table
+
+# the passages that may lift a table: the first few, whose match the fused scores vouch for
+REFERRING_RANKS = 5
+_NUMBER = r"(\d+(?:\s*[.\-–—－]\s*\d+)*|[IVX]+\b)"
+# "Table 1", "Tables 2", "Tab. 3", "TABLE IV", "表1", "表 3-1", "表2.2"; a caption starts with one
+# (not the 表 of 代表 "stands for", 发表 "publish", 列表 "list", 仪表, 报表, 课表)
+_REFERENCE_RE = re.compile(r"(?:\b(?:[Tt]ables?|TABLES?|[Tt]ab\.)\s*|(?<![代发列仪报课])表\s*)" + _NUMBER)
+_CAPTION_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.|续?表)\s*" + _NUMBER)
+
+
+def boost_referenced_tables(fused: list[NodeWithScore], share: float,
+                            stage: StageTrace | None = None) -> list[NodeWithScore]:
+    """Raise the table chunks that one of the first ``REFERRING_RANKS`` passages names by caption label.
+
+    Args:
+        fused: The fused candidates (new nodes), best first.
+        share: The referring passage's score share the best part of a named table reaches (0: nothing changes).
+        stage: The fusion stage, which notes the tables named. Defaults to none.
+    """
+    if share <= 0:
+        return fused
+    tables: dict[tuple[str, str], list[NodeWithScore]] = {}
+    for item in fused:
+        label = caption_label(item)
+        if label:
+            tables.setdefault((_document(item), label), []).append(item)
+    if not tables:
+        return fused
+    lifted: dict[str, float] = {}
+    named: set[str] = set()
+    for referrer in fused[:REFERRING_RANKS]:
+        if referrer.node.metadata.get("kind") == "table":
+            continue
+        for label in referenced_labels(referrer.node.get_content()):
+            parts = tables.get((_document(referrer), label), [])
+            best_own = max((part.score or 0.0 for part in parts), default=0.0)
+            for part in parts:
+                reached = share * (referrer.score or 0.0) * ((part.score or 0.0) / best_own if best_own > 0 else 1.0)
+                lifted[part.node.node_id] = max(lifted.get(part.node.node_id, 0.0), reached)
+                named.add(label)
+    if not lifted:
+        return fused
+    for item in fused:
+        item.score = max(item.score or 0.0, lifted.get(item.node.node_id, 0.0))
+    if stage is not None:
+        stage.note(f"tables named by a top passage (lifted to {share} x its score): " + ", ".join(sorted(named)))
+    return sorted(fused, key=lambda item: -(item.score or 0.0))
+
+
+def referenced_labels(text: str) -> set[str]:
+    """The table labels a passage names ("see Table 2 and Table 3" -> {"2", "3"})."""
+    return {_key(match.group(1)) for match in _REFERENCE_RE.finditer(text)}
+
+
+def caption_label(item: NodeWithScore) -> str:
+    """A table chunk's caption label ("Table 1: …" -> "1", "续表 3-1" -> "3-1"); "" for other chunks."""
+    if item.node.metadata.get("kind") != "table":
+        return ""
+    caption, _ = split_markdown_table(item.node.get_content())
+    for line in [*caption, *str(item.node.metadata.get("context", "")).splitlines()]:
+        match = _CAPTION_RE.match(line.strip())
+        if match:
+            return _key(match.group(1))
+    return ""
+
+
+def _key(number: str) -> str:
+    return re.sub(r"[–—－]", "-", re.sub(r"\s+", "", number))
+
+
+def _document(item: NodeWithScore) -> str:
+    return str(item.node.metadata.get("doc_id", ""))
