@@ -4,9 +4,12 @@ A question that describes a cell instead of quoting its row ("which equation giv
 covariance with no degrees-of-freedom correction?") shares few words with the table: its caption and
 row labels are terse ("Table 1: Possible values of argument methodResidCov", "noDfCor | 37"). The
 paragraph that introduces the table shares many, and both retrievers rank it first. So after fusion,
-a table chunk of the same document whose caption label a top passage names gains that passage's
-score times ``retrieval.table_reference_share``, scaled by its own score against the best part of
-the same table (a table split into parts lifts its best-matching part most, not every part alike).
+a table chunk of the same document, at most ``MAX_PAGES_AWAY`` pages from a top passage that names its
+caption label, gains that passage's score times ``retrieval.table_reference_share``, scaled by its own
+score against the best part of the same table (a table split into parts lifts its best-matching part
+most, not every part alike). The page limit is there because labels repeat: appendices and chapters
+number their tables afresh, and a paper's "Table 3" on page 9 is not its appendix's "Table 3" on
+page 18; a float is set within a page or two of where the text first names it.
 Only candidates retrieval already found move; a library without labelled tables ranks as before.
 """
 
@@ -21,6 +24,7 @@ from rag.text.table_text import split_markdown_table
 
 # the passages that may lift a table: the first few, whose match the fused scores vouch for
 REFERRING_RANKS = 5
+MAX_PAGES_AWAY = 2
 _NUMBER = r"(\d+(?:\s*[.\-–—－]\s*\d+)*|[IVX]+\b)"
 # "Table 1", "Tables 2", "Tab. 3", "TABLE IV", "表1", "表 3-1", "表2.2"; a caption starts with one
 # (not the 表 of 代表 "stands for", 发表 "publish", 列表 "list", 仪表, 报表, 课表)
@@ -52,7 +56,8 @@ def boost_referenced_tables(fused: list[NodeWithScore], share: float,
         if referrer.node.metadata.get("kind") == "table":
             continue
         for label in referenced_labels(referrer.node.get_content()):
-            parts = tables.get((_document(referrer), label), [])
+            parts = [part for part in tables.get((_document(referrer), label), [])
+                     if _pages_apart(part, referrer) <= MAX_PAGES_AWAY]
             best_own = max((part.score or 0.0 for part in parts), default=0.0)
             for part in parts:
                 reached = share * (referrer.score or 0.0) * ((part.score or 0.0) / best_own if best_own > 0 else 1.0)
@@ -86,6 +91,11 @@ def caption_label(item: NodeWithScore) -> str:
 
 def _key(number: str) -> str:
     return re.sub(r"[–—－]", "-", re.sub(r"\s+", "", number))
+
+
+def _pages_apart(first: NodeWithScore, second: NodeWithScore) -> int:
+    pages = [int(item.node.metadata.get(key) or 0) for item in (first, second) for key in ("page_start", "page_end")]
+    return max(0, pages[0] - pages[3], pages[2] - pages[1])
 
 
 def _document(item: NodeWithScore) -> str:

@@ -17,9 +17,9 @@ TABLE_1 = "Table 1: Possible values of argument methodResidCov\n| argument | equ
 
 
 def _node(node_id: str, score: float, text: str, kind: str = "table", doc_id: str = "d",
-          context: str = "") -> NodeWithScore:
-    meta = {"chunk_id": node_id, "doc_id": doc_id, "file_name": f"{doc_id}.pdf", "page_start": 1, "page_end": 1,
-            "kind": kind, "context": context}
+          context: str = "", page: int = 9) -> NodeWithScore:
+    meta = {"chunk_id": node_id, "doc_id": doc_id, "file_name": f"{doc_id}.pdf", "page_start": page,
+            "page_end": page, "kind": kind, "context": context}
     return NodeWithScore(node=TextNode(id_=node_id, text=text, metadata=meta), score=score)
 
 
@@ -70,6 +70,13 @@ def test_off_or_no_named_table_keeps_the_ranking() -> None:
     assert _ids(boost_referenced_tables(_candidates(), 0.0)) == order
     unnamed = [_node("prose", 0.9, "No table is named here.", kind="text"), *_candidates()[2:]]
     assert _ids(boost_referenced_tables(unnamed, 0.95)) == ["prose", *order[2:]]
+
+
+def test_a_table_of_the_same_label_pages_away_is_another_table() -> None:
+    appendix = _node("appendix table 1", 0.4, TABLE_1 + '| "noDfCor" | 37 |', page=18)
+    facing = _node("table 1 on the page before", 0.2, TABLE_1 + '| "max" | 39 |', page=7)
+    boosted = boost_referenced_tables([_candidates()[0], _candidates()[1], appendix, facing], 0.95)
+    assert _ids(boosted) == ["introduction", "table 1 on the page before", "prose", "appendix table 1"]
 
 
 def test_only_the_first_passages_lift_a_table() -> None:
