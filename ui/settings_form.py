@@ -48,6 +48,8 @@ KNOBS: dict[str, Knob] = {
     "retrieval.keyword_weight": Knob("Keyword weight", "slider", 0.05),
     "retrieval.phrase_weight": Knob("Phrase weight", "slider", 0.05),
     "retrieval.rrf_k": Knob("RRF k"),
+    "retrieval.table_row_boost": Knob("Boost for a table row the question names", "slider", 0.05),
+    "retrieval.table_reference_share": Knob("Lift for a table a top passage names", "slider", 0.05),
     "rerank.enabled": Knob("Rerank"),
     "rerank.model_path": Knob("Cross-encoder folder"),
     "rerank.top_n": Knob("Rerank top-n", "slider", 1),
