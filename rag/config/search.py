@@ -52,10 +52,13 @@ class RetrievalConfig(Section):
     table_row_boost: float = Field(0.8, ge=0.0, le=1.0,
                                    description="Added to a table passage's fused score when the question names one "
                                                "of its rows word for word (0 turns it off).")
-    table_reference_share: float = Field(0.0, ge=0.0, le=1.0,
+    # a priori "just below the passage that names the table"; measured on the development table sets
+    # (docs/documents.md "Tables a passage names"), not tuned
+    table_reference_share: float = Field(0.95, ge=0.0, le=1.0,
                                          description="A table whose caption label ('Table 2', '表2') one of the "
-                                                     "first five passages names rises to this share of that "
-                                                     "passage's fused score (0 turns it off).")
+                                                     "first five passages names, within two pages of it, rises "
+                                                     "to this share of that passage's fused score (0 turns it "
+                                                     "off).")
     short_query_tokens: int = Field(2, ge=0, le=20,
                                     description="Queries of at most this many tokens search by keywords only "
                                                 "(0 never).")

@@ -1,4 +1,4 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth to tenth held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth to eleventh held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
@@ -9,7 +9,9 @@ more (siunitx and other texlive-science manuals, multcomp's vignettes, Debian's 
 Debian Edu manuals, the Chinese Asymptote manual), ``table_questions_holdout9.json`` on twelve more (R vignettes of
 ordinal, xtable, psych and glmmTMB, the microtype and mdwtab manuals, Debian's traditional-Chinese reference, Chinese
 TeX books and thesis templates), ``table_questions_holdout10.json`` on twelve more (texlive-science manuals,
-unicode-math, systemfit's and quantreg's rq vignettes, six Chinese thesis templates). They are not
+unicode-math, systemfit's and quantreg's rq vignettes, six Chinese thesis templates),
+``table_questions_holdout11.json`` on twelve more (texlive-latex-extra and publishers' guides, fitdistrplus' paper, the
+traditional-Chinese maintainer guide, Chinese thesis and report templates). They are not
 copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian
 registry is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the listed PDFs, each
 checked against its SHA-256 so that every run reads the bytes the questions were written on.
@@ -227,6 +229,43 @@ DOCS = (
     DebianDoc("hfutthesis-doc.pdf", "texlive-publishers-doc", "2022.20230122-4",
               "usr/share/doc/texlive-doc/xelatex/hfutthesis/hfutthesis-doc.pdf",
               "73e833b232b2e64cf9c7a6ada9ac009a5713f65265cccbfb7bfe7a2dfbb030d4"),
+    # the eleventh held-out set (table_questions_holdout11.json)
+    DebianDoc("lua-physical.pdf", "texlive-latex-extra-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/lualatex/lua-physical/lua-physical.pdf",
+              "8b9a7351f91f95b2ee5381477a09f797df5b4a9a65fc403d1ef382ac303ac5e5"),
+    DebianDoc("elguide.pdf", "texlive-latex-extra-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/envlab/elguide.pdf",
+              "244a83aad9043034b73fb38fbfb8a1ab9e71bb7ab1ba5c4a0cace272bd738627"),
+    DebianDoc("mnras_guide.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/mnras/mnras_guide.pdf",
+              "54c467301c93b3ed0662c9ed6ee23f71204219ed642dcf259b8cd9383d28cc70"),
+    DebianDoc("acmguide.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/acmart/acmguide.pdf",
+              "f2b8dda02fed716610a3264b4158506419c28553f4f1e6cab292742fffe20932"),
+    DebianDoc("sample631.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/aastex/sample631.pdf",
+              "efd8d980ed4d339dd1524bab8f282e1cb80acfb709c82810b84f529781706197"),
+    DebianDoc("paper2JSS.pdf", "r-cran-fitdistrplus", "1.1-8-1",
+              "usr/lib/R/site-library/fitdistrplus/doc/paper2JSS.pdf",
+              "873307d5c87cc73699dc760f74a9dff10e811ec6b111ffaaf05be3a77760c522"),
+    DebianDoc("maint-guide.zh-tw.pdf", "maint-guide-zh-tw", "1.2.53",
+              "usr/share/doc/maint-guide-zh-tw/maint-guide.zh-tw.pdf",
+              "6429e3d3d3b835e94c64eeefe1d08eb9e7008da8395a52544e50a5a503bc178f"),
+    DebianDoc("uestcthesis-doc.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/uestcthesis/doc/uestcthesis-doc.pdf",
+              "9870299ed18f023b72162a98aeea1c41a404dced46082299c500d9f2d0be61ea"),
+    DebianDoc("CQU-Example.pdf", "texlive-lang-chinese", "2022.20230122-1",
+              "usr/share/doc/texlive-doc/latex/texproposal/figures/CQU-Example.pdf",
+              "c33d8da3769f477e1e600b2ce429368736541aea91e86c27216257614d756776"),
+    DebianDoc("hitreport.pdf", "texlive-latex-extra-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/hitreport/hitreport.pdf",
+              "6ed2671c348aa52c18cb1b2a2fa32337815a1de5757c4e8c81153aa3d5211bb9"),
+    DebianDoc("hithesis.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/xelatex/hithesis/hithesis.pdf",
+              "5ae905cf51ddaa2f0310128c457cba335094d5c78efa044a164d1b86b2a35c87"),
+    DebianDoc("hustthesis.pdf", "texlive-publishers-doc", "2022.20230122-4",
+              "usr/share/doc/texlive-doc/latex/hustthesis/hustthesis.pdf",
+              "f998bb0fe90f7e04f467ab39e2482afede2eabb3f11b8eda28f80ca69eccb593"),
 )
 
 
