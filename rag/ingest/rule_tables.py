@@ -203,6 +203,11 @@ def _columns(body: list[RawWord], x0: float, x1: float) -> list[tuple[float, flo
     covered = [run for runs in lines if len(runs) >= 2 and len(runs) > fullest / 2 for run in runs]
     # no row's cell crosses a gap between the spans, however narrow: a packed table of centred names leaves 2 points
     spans = _join_spaced(merge_runs(covered, min_gap=SPAN_GAP), text_lines(body))
+    full = [runs for runs in lines if len(runs) == fullest]
+    if len(spans) < 2 and fullest >= 2 and len(full) * 2 >= len(lines):
+        # a few cells set flush against the next column ("\apjlett ApJ", 1.8 points apart) bridged every gap;
+        # the rows that hold all the columns, most of the table, still show where they are
+        spans = _join_spaced(merge_runs([run for runs in full for run in runs], min_gap=SPAN_GAP), text_lines(body))
     if len(spans) < 2:
         return []
     edges = [x0] + [(left[1] + right[0]) / 2 for left, right in zip(spans, spans[1:])] + [x1]

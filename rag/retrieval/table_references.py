@@ -25,8 +25,8 @@ from rag.text.table_text import split_markdown_table
 # the passages that may lift a table: the first few, whose match the fused scores vouch for
 REFERRING_RANKS = 5
 MAX_PAGES_AWAY = 2
-_NUMBER = r"(\d+(?:\s*[.\-–—－]\s*\d+)*|[IVX]+\b)"
-# "Table 1", "Tables 2", "Tab. 3", "TABLE IV", "表1", "表 3-1", "表2.2"; a caption starts with one
+_NUMBER = r"((?:[A-HS]\.?)?\d+(?:\s*[.\-–—－]\s*\d+)*|[IVX]+\b)"  # an appendix's or supplement's "A1", "S2" too
+# "Table 1", "Tables 2", "Tab. 3", "TABLE IV", "Table A1", "表1", "表 3-1", "表2.2"; a caption starts with one
 # (not the 表 of 代表 "stands for", 发表 "publish", 列表 "list", 仪表, 报表, 课表)
 _REFERENCE_RE = re.compile(r"(?:\b(?:[Tt]ables?|TABLES?|[Tt]ab\.)\s*|(?<![代发列仪报课])表\s*)" + _NUMBER)
 _CAPTION_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.|续?表)\s*" + _NUMBER)

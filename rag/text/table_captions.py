@@ -19,10 +19,12 @@ _NON_SPACE_RE = re.compile(r"\S")
 _INTRODUCES_RE = re.compile(r"\b(?:the\s+)?following\s+tables?\b|\btables?\s+below\b|\bas\s+follows\b|如下表|下表",
                             re.IGNORECASE)
 _COLON_END_RE = re.compile(r"[:：]\s*$")
-# a caption paragraph of a paper's table ("Table 2: Overall experiment results …", "TABLE IV", "表 3-1 …"), or of
+# a caption paragraph of a paper's table ("Table 2: Overall experiment results …", "TABLE IV", an appendix's or
+# supplement's "Table A1." / "Table S2:", "表 3-1 …"), or of
 # its part on a later page ("Table 2 (continued)", "续表 2"); a sentence that starts by naming one ("Table 4
 # shows …") is running text
-CAPTION_LABEL_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.)\s*[\dIVX]+(?:\s*[:.：]|\s+[A-Z]|\s*\(?[Cc]ont|\s*$)"
+CAPTION_LABEL_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.)\s*(?:[A-Z]\.?)?[\dIVX]+"
+                              r"(?:\s*[:.：]|\s+[A-Z]|\s*\(?[Cc]ont|\s*$)"
                               r"|^续?表\s*[\d一二三四五六七八九十]")
 # "表3.2 列出了…", "表 4 中…": a Chinese sentence that starts by naming a table, not its caption (English ones
 # fail CAPTION_LABEL_RE: "Table 2 shows")

@@ -450,3 +450,37 @@ def test_a_label_set_two_line_heights_under_its_table_is_its_caption(tmp_path: P
     doc.close()
     assert [span.caption for span in parse_file(tmp_path / "below.pdf").pages[0].tables] == [
         "Table 1.5: Results of the three models."]
+
+
+def test_cells_set_flush_against_the_next_column_do_not_merge_the_columns(tmp_path: Path) -> None:
+    """MNRAS's appendix Table A1: a few cells end two points before the next column ("\\apjlett ApJ"), so every
+    gap is bridged by some row; the rows holding all three columns, most of the table, still show the columns."""
+    rows = [("Command", "Output", "Journal name"), ("\\aj", "AJ", "The Astronomical Journal"),
+            ("\\apj", "ApJ", "The Astrophysical Journal"), ("\\apjl or \\apjlett", "ApJ", "The Astrophysical Letters"),
+            ("\\jqsrt", "J. Quant. Spectrosc. Radiat.", "Journal of Quantitative Spectroscopy"),
+            ("\\mnras", "MNRAS", "Monthly Notices"), ("\\pasj", "PASJ", "Publications of the Astronomical Society")]
+    widest = [max(pymupdf.get_text_length(row[column], fontname="tiro", fontsize=9) for row in rows)
+              for column in range(3)]
+    lefts = [72.0, 72.0 + widest[0] + 1.8]
+    lefts.append(lefts[1] + widest[1] + 1.8)
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), "Table A1. Commands for abbreviated journal names.", fontname="tiro", fontsize=9)
+    y = 120.0
+    rules = [y - 12]
+    for number, row in enumerate(rows):
+        for x, text in zip(lefts, row):
+            page.insert_text((x, y), text, fontname="tiro", fontsize=9)
+        if number == 0:
+            rules.append(y + 4)
+        y += 14
+    for rule_y in [*rules, y - 8]:
+        page.draw_line((70, rule_y), (lefts[2] + widest[2] + 2, rule_y), width=0.5)
+    doc.save(tmp_path / "journals.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "journals.pdf").pages[0]
+    [span] = page.tables
+    table = page.text[span.start:span.end].splitlines()
+    assert span.caption == "Table A1. Commands for abbreviated journal names."
+    assert table[1] == "| Command | Output | Journal name |"
+    assert "| \\pasj | PASJ | Publications of the Astronomical Society |" in table

@@ -452,7 +452,9 @@ def test_a_caption_led_by_its_label_is_the_caption_even_when_it_reads_like_a_sen
 
 @pytest.mark.parametrize("text,label", [("Table 3: Results", True), ("表 1.2 复杂表格示例1。这个引用没有问题。", True),
                                         ("表3.2 列出了部分箭头", False), ("Table 2 shows the results", False),
-                                        ("Table 2 (continued)", True), ("续表 2 国内主要大学模板", True)])
+                                        ("Table 2 (continued)", True), ("续表 2 国内主要大学模板", True),
+                                        ("Table A1. Commands for journal names", True), ("Table S2: Prompts", True),
+                                        ("Table A shows", False)])
 def test_a_sentence_about_a_table_is_no_caption_label(text: str, label: bool) -> None:
     assert is_caption_label(text) is label
 

@@ -41,6 +41,7 @@ def _ids(nodes: list[NodeWithScore]) -> list[str]:
 
 def test_labels_named_in_running_text_in_english_and_chinese() -> None:
     assert referenced_labels("presented in Table 1. By default, Tables 2 and TABLE IV") == {"1", "2", "IV"}
+    assert referenced_labels("listed in Table A1 (appendix A) and Table S.2") == {"A1", "S.2"}
     assert referenced_labels("见表 3-1，表3.2中是有的值") == {"3-1", "3.2"}
     # 代表 ("stands for"), 发表 ("publish") and 列表 ("list") name no table
     assert referenced_labels("1代表是，共发表2篇，列表3项") == set()
