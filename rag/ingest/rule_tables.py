@@ -52,11 +52,31 @@ def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[B
     if not groups and not long_groups:
         return []
     words = list(words)
-    strokes = _plot_strokes(drawings)
-    tables: list[tuple[Box, Grid]] = []
     # a long stack, or a part of a stack cut at a caption, is a table only beside a caption of its own
     stacks = [(stack, cut) for group in groups for stack, cut in _split_at_captions(group, captions)]
     stacks += [(stack, True) for group in long_groups for stack, _ in _split_at_captions(group, captions)]
+    return _tables_in(stacks, words, drawings, taken=taken, captions=captions)
+
+
+def mid_rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[Box],
+                    captions: Sequence[Box]) -> list[tuple[Box, Grid]]:
+    """Tables set with a mid rule under the header line and a bottom rule, but no top rule (lua-physical's), each
+    beside its caption; looked for after the other kinds, outside the boxes in ``taken``, since a table of aligned
+    text under its caption (``rag.ingest.caption_tables``) reads its wrapped cells better where both see it."""
+    pairs = [group for group in _rule_groups(drawings, max_gap=float("inf"), min_rules=2) if len(group[2]) == 2]
+    if not pairs or not captions:
+        return []
+    words = list(words)
+    stacks = [((x0, x1, [header_top, *ys]), True) for x0, x1, ys in pairs
+              for header_top in [_header_top(words, x0, x1, ys[0])] if header_top is not None]
+    return _tables_in(stacks, words, drawings, taken=taken, captions=captions)
+
+
+def _tables_in(stacks: list[tuple[tuple[float, float, list[float]], bool]], words: list[RawWord],
+               drawings: list[dict], *, taken: list[Box], captions: Sequence[Box]) -> list[tuple[Box, Grid]]:
+    """(bbox, grid) of each stack of rules (with whether it needs a caption) that holds a table."""
+    strokes = _plot_strokes(drawings)
+    tables: list[tuple[Box, Grid]] = []
     for (x0, x1, ys), needs_caption in sorted(stacks, key=lambda stack: stack[1]):  # whole stacks claim captions first
         bbox = (x0, ys[0], x1, ys[-1])
         others = [*taken, *(table[0] for table in tables)]
@@ -116,8 +136,19 @@ def has_ruling(drawings: list[dict]) -> bool:
     return (len(across) >= 3 and len(down) >= 1) or (len(down) >= 3 and len(across) >= 1)
 
 
-def _rule_groups(drawings: list[dict], max_gap: float = MAX_RULE_GAP) -> list[tuple[float, float, list[float]]]:
-    """Stacks of three or more horizontal rules sharing their ends, none more than ``max_gap`` below the
+def _header_top(words: list[RawWord], x0: float, x1: float, rule: float) -> float | None:
+    """The top of the line of two or more cells set right over ``rule`` within its ends (None if there is none)."""
+    over = [word for word in words if x0 - 1 <= word.box[0] and word.box[2] <= x1 + 1
+            and -RULE_TOUCH <= rule - word.box[3] <= word.box[3] - word.box[1]]
+    line = [word for word in over if word.box[3] >= max((w.box[3] for w in over), default=0) - 2]
+    if len(merge_runs([(word.box[0], word.box[2]) for word in line])) < 2:
+        return None
+    return min(word.box[1] for word in line) - 1
+
+
+def _rule_groups(drawings: list[dict], max_gap: float = MAX_RULE_GAP,
+                 min_rules: int = 3) -> list[tuple[float, float, list[float]]]:
+    """Stacks of ``min_rules`` or more horizontal rules sharing their ends, none more than ``max_gap`` below the
     one above: (x0, x1, the rules' y, top down)."""
     rules: list[tuple[float, float, float]] = []
     for path in drawings:
@@ -148,7 +179,7 @@ def _rule_groups(drawings: list[dict], max_gap: float = MAX_RULE_GAP) -> list[tu
             if not current or y - current[-1] > 2:  # a double rule is one rule
                 current.append(y)
         groups.append((x0, x1, current))
-    return [group for group in groups if len(group[2]) >= 3]
+    return [group for group in groups if len(group[2]) >= min_rules]
 
 
 def _split_at_captions(group: tuple[float, float, list[float]],

@@ -484,3 +484,41 @@ def test_cells_set_flush_against_the_next_column_do_not_merge_the_columns(tmp_pa
     assert span.caption == "Table A1. Commands for abbreviated journal names."
     assert table[1] == "| Command | Output | Journal name |"
     assert "| \\pasj | PASJ | Publications of the Astronomical Society |" in table
+
+
+def _mid_and_bottom_rules(path: Path, caption: str | None) -> Path:
+    """lua-physical's tables: the header line, a rule under it, rows whose definitions wrap over three lines (too
+    few lines of cells for a table of aligned text under its caption), a bottom rule, no rule over the header."""
+    rows = [("Quantity", "Unit", "Symbol", "Definition"),
+            ("mass", "kilogram", "_kg", "The SI unit of mass. It is", "defined by taking the fixed", "value of h."),
+            ("current", "ampere", "_A", "The SI unit of electric", "current. It is defined by", "the charge e."),
+            ("temperature", "kelvin", "_K", "The SI unit of thermo-", "dynamic temperature. It is", "defined by k."),
+            ("information", "bit", "_bit", "The smallest amount of", "information, a single", "binary digit.")]
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y = 120.0
+    for number, row in enumerate(rows):
+        for x, text in zip((72, 160, 230, 290), row[:4]):
+            page.insert_text((x, y), text, fontname="tiro", fontsize=9)
+        for wrapped in row[4:]:  # the definition's further lines
+            y += 11
+            page.insert_text((290, y), wrapped, fontname="tiro", fontsize=9)
+        if number == 0:
+            page.draw_line((70, y + 4), (420, y + 4), width=0.5)
+        y += 14
+    page.draw_line((70, y - 8), (420, y - 8), width=0.5)
+    if caption:
+        page.insert_text((200, y + 10), caption, fontname="tiro", fontsize=9)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_table_with_a_mid_and_a_bottom_rule_only_counts_beside_its_caption(tmp_path: Path) -> None:
+    page = parse_file(_mid_and_bottom_rules(tmp_path / "units.pdf", "Table 3: Base units")).pages[0]
+    [span] = page.tables
+    table = page.text[span.start:span.end].splitlines()
+    assert span.caption == "Table 3: Base units"
+    assert table[1] == "| Quantity | Unit | Symbol | Definition |"  # the line over the first rule is the header
+    assert "| temperature | kelvin | _K | The SI unit of thermo- dynamic temperature. It is defined by k. |" in table
+    assert parse_file(_mid_and_bottom_rules(tmp_path / "plain.pdf", None)).pages[0].tables == []
