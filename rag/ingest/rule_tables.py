@@ -11,7 +11,8 @@ caption right over or under its rules. None is taken with curves or slanted stro
 chart's frame and axis labels). A caption line between two rules of a stack cuts it (two tables of one width,
 one under the other), and a caption nearer a table found already, which has no other label, is that table's.
 Lines of wrapped text join the row they continue (``rag.ingest.table_wraps``), and the grid goes to the same cell
-placement as PyMuPDF's tables (``tables._cut_out``).
+placement as PyMuPDF's tables (``tables._cut_out``). A table with a mid rule and a bottom rule but no top rule
+(``mid_rule_tables``) takes the line over its first rule as its header, beside a caption only.
 """
 
 from __future__ import annotations
