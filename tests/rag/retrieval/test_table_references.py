@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, TextNode
 
 from rag.config import RetrievalConfig
 from rag.retrieval.fusion import FusionRetriever
 from rag.retrieval.query import SearchQuery
 from rag.retrieval.table_references import boost_referenced_tables, caption_label, referenced_labels
+from tests.rag.retrieval.test_fusion import StaticRetriever
 
 QUESTION = "Which equation gives the residual covariance with no degrees-of-freedom correction?"
 INTRODUCTION = ("Several methods have been proposed to calculate the residual covariance matrix. Possible values "
@@ -87,18 +87,9 @@ def test_only_the_first_passages_lift_a_table() -> None:
     assert _ids(boost_referenced_tables(candidates, 0.95))[-1] == "table 1"
 
 
-class _Static(BaseRetriever):
-    def __init__(self, hits: list[NodeWithScore]) -> None:
-        self.hits = hits
-        super().__init__()
-
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return [NodeWithScore(node=h.node, score=h.score) for h in self.hits]
-
-
 def test_fusion_lifts_a_named_table_from_below_the_cut_and_says_so_in_the_trace() -> None:
     hits = _candidates()
-    retrievers = {"vector": _Static(hits), "bm25": _Static(hits)}
+    retrievers = {"vector": StaticRetriever(hits), "bm25": StaticRetriever(hits)}
     config = RetrievalConfig(top_k=2, candidate_k=2, fusion="weighted", table_reference_share=0.95)
     query = SearchQuery(query_str=QUESTION)
 
