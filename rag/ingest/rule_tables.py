@@ -64,8 +64,10 @@ def mid_rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: li
     """Tables set with a mid rule under the header line and a bottom rule, but no top rule (lua-physical's), each
     beside its caption; looked for after the other kinds, outside the boxes in ``taken``, since a table of aligned
     text under its caption (``rag.ingest.caption_tables``) reads its wrapped cells better where both see it."""
+    if not captions:
+        return []  # most pages: spare them another pass over the drawings
     pairs = [group for group in _rule_groups(drawings, max_gap=float("inf"), min_rules=2) if len(group[2]) == 2]
-    if not pairs or not captions:
+    if not pairs:
         return []
     words = list(words)
     stacks = [((x0, x1, [header_top, *ys]), True) for x0, x1, ys in pairs

@@ -97,7 +97,7 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
     ruled = rule_tables(drawings, words, taken=found_boxes, captions=captions)
     taken = found_boxes + [bbox for bbox, _ in ruled]
     drawn = ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width)
-    drawn += mid_rule_tables(drawings, words, taken=taken + [bbox for bbox, _ in drawn], captions=captions)
+    drawn += mid_rule_tables(drawings, words, taken=found_boxes + [bbox for bbox, _ in drawn], captions=captions)
     for bbox, grid in drawn:
         items = _cut_out(items, bbox, grid, drawn_columns=False, others=[box for box, _ in drawn if box != bbox])
     return items
