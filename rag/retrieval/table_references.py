@@ -15,21 +15,15 @@ Only candidates retrieval already found move; a library without labelled tables 
 
 from __future__ import annotations
 
-import re
-
 from llama_index.core.schema import NodeWithScore
 
 from rag.retrieval.trace import StageTrace
+from rag.text.table_captions import caption_label_key, referenced_labels
 from rag.text.table_text import split_markdown_table
 
 # the passages that may lift a table: the first few, whose match the fused scores vouch for
 REFERRING_RANKS = 5
 MAX_PAGES_AWAY = 2
-_NUMBER = r"((?:[A-HS]\.?)?\d+(?:\s*[.\-–—－]\s*\d+)*|[IVX]+\b)"  # an appendix's or supplement's "A1", "S2" too
-# "Table 1", "Tables 2", "Tab. 3", "TABLE IV", "Table A1", "表1", "表 3-1", "表2.2"; a caption starts with one
-# (not the 表 of 代表 "stands for", 发表 "publish", 列表 "list", 仪表, 报表, 课表)
-_REFERENCE_RE = re.compile(r"(?:\b(?:[Tt]ables?|TABLES?|[Tt]ab\.)\s*|(?<![代发列仪报课])表\s*)" + _NUMBER)
-_CAPTION_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.|续?表)\s*" + _NUMBER)
 
 
 def boost_referenced_tables(fused: list[NodeWithScore], share: float,
@@ -72,25 +66,16 @@ def boost_referenced_tables(fused: list[NodeWithScore], share: float,
     return sorted(fused, key=lambda item: -(item.score or 0.0))
 
 
-def referenced_labels(text: str) -> set[str]:
-    """The table labels a passage names ("see Table 2 and Table 3" -> {"2", "3"})."""
-    return {_key(match.group(1)) for match in _REFERENCE_RE.finditer(text)}
-
-
 def caption_label(item: NodeWithScore) -> str:
     """A table chunk's caption label ("Table 1: …" -> "1", "续表 3-1" -> "3-1"); "" for other chunks."""
     if item.node.metadata.get("kind") != "table":
         return ""
     caption, _ = split_markdown_table(item.node.get_content())
     for line in [*caption, *str(item.node.metadata.get("context", "")).splitlines()]:
-        match = _CAPTION_RE.match(line.strip())
-        if match:
-            return _key(match.group(1))
+        label = caption_label_key(line)
+        if label:
+            return label
     return ""
-
-
-def _key(number: str) -> str:
-    return re.sub(r"[–—－]", "-", re.sub(r"\s+", "", number))
 
 
 def _pages_apart(first: NodeWithScore, second: NodeWithScore) -> int:

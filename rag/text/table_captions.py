@@ -30,6 +30,12 @@ CAPTION_LABEL_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.)\s*(?:[A-Z]\.?)?[\dI
 # fail CAPTION_LABEL_RE: "Table 2 shows")
 _REFERS_RE = re.compile(r"续?表[\d.]+(?:和表[\d.]+)?(?:列|给|是|为|中|所|显|展|的|和|与|及|则|可|提)")
 _SENTENCE_RE = re.compile(r"[^.。!?！？;；]+(?:[.。!?！？;；](?!\d)|$)")
+# the number of a table's label, as text names it and a caption starts with it (``referenced_labels``,
+# ``caption_label_key``): "Table 1", "Tables 2", "Tab. 3", "TABLE IV", an appendix's "Table A1", "表1", "表 3-1"
+_LABEL_NUMBER = r"((?:[A-HS]\.?)?\d+(?:\s*[.\-–—－]\s*\d+)*|[IVX]+\b)"
+# (in running text, not the 表 of 代表 "stands for", 发表 "publish", 列表 "list", 仪表, 报表, 课表)
+_REFERENCE_RE = re.compile(r"(?:\b(?:[Tt]ables?|TABLES?|[Tt]ab\.)\s*|(?<![代发列仪报课])表\s*)" + _LABEL_NUMBER)
+_CAPTION_NUMBER_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.|续?表)\s*" + _LABEL_NUMBER)
 MIN_LEAD_IN_TOKENS = 6  # a colon-ended form label ("其他说明：") is not a subject
 MAX_LEAD_IN_CHARS = 300
 _LOOK_BACK_CHARS = 2000
@@ -132,3 +138,18 @@ def table_lead_in(before: str, *, captions: bool = True) -> str:
     sentences = [s.strip() for s in _SENTENCE_RE.findall(paragraph) if s.strip()]
     first = next((i for i, s in enumerate(sentences) if _INTRODUCES_RE.search(s)), len(sentences) - 1)
     return " ".join(sentences[first:])[:MAX_LEAD_IN_CHARS].strip()
+
+
+def referenced_labels(text: str) -> set[str]:
+    """The table labels a passage names ("see Table 2 and Table 3" -> {"2", "3"}), keyed as ``caption_label_key``."""
+    return {_label_key(match.group(1)) for match in _REFERENCE_RE.finditer(text)}
+
+
+def caption_label_key(line: str) -> str:
+    """The label a caption line starts with ("Table 1: …" -> "1", "续表 3–1 …" -> "3-1"); "" for other lines."""
+    match = _CAPTION_NUMBER_RE.match(line.strip())
+    return _label_key(match.group(1)) if match else ""
+
+
+def _label_key(number: str) -> str:
+    return re.sub(r"[–—－]", "-", re.sub(r"\s+", "", number))

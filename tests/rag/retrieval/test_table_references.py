@@ -7,7 +7,8 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from rag.config import RetrievalConfig
 from rag.retrieval.fusion import FusionRetriever
 from rag.retrieval.query import SearchQuery
-from rag.retrieval.table_references import boost_referenced_tables, caption_label, referenced_labels
+from rag.retrieval.table_references import boost_referenced_tables, caption_label
+from rag.text.table_captions import referenced_labels
 from tests.rag.retrieval.test_fusion import StaticRetriever
 
 QUESTION = "Which equation gives the residual covariance with no degrees-of-freedom correction?"
