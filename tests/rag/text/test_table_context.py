@@ -116,7 +116,10 @@ def test_a_row_label_loses_its_numbering_note_mark_and_unit(cell: str, key: str)
     ("2019年合计是多少？", STATEMENT.replace("一、营业总收入", "合计"), ""),
     ("How is freightliner doing?", REVENUES, ""),  # whole words only
     ("What was Freight revenue?", "Freight revenue 301 1,824", ""),  # no Markdown rows
-], ids=["longest", "plural", "zh-of-which", "zh-long", "date-row", "short", "zh-short", "part-of-a-word", "no-rows"])
+    ("What output does \\jcap produce?", "| Command | Output |\n| --- | --- |\n| \\jcap | JCAP |", "\\jcap"),
+    ("What output does cap produce?", "| Command | Output |\n| --- | --- |\n| cap | CAP |", ""),
+], ids=["longest", "plural", "zh-of-which", "zh-long", "date-row", "short", "zh-short", "part-of-a-word", "no-rows",
+       "short-code", "short-word"])
 def test_the_longest_row_label_a_question_names_word_for_word(question: str, table: str, label: str) -> None:
     assert named_row_label(question, table) == label
 
