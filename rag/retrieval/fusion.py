@@ -26,6 +26,7 @@ from rag.retrieval.fusion_scores import (
 )
 from rag.retrieval.nodes import annotate_node
 from rag.retrieval.query import SearchQuery, as_search_query, expanded
+from rag.retrieval.table_parts import order_table_parts
 from rag.retrieval.table_references import boost_referenced_tables
 from rag.retrieval.table_rows import boost_named_rows
 from rag.retrieval.trace import QueryTrace, StageTrace
@@ -237,7 +238,8 @@ class FusionRetriever(BaseRetriever):
         else:
             fused = weighted_score_fusion(lists, weights=weights, normalization=self.normalization)
         fused = boost_named_rows(fused, query, self.table_row_boost, stage)
-        fused = boost_referenced_tables(fused, self.table_reference_share, stage)[:top_k]
+        fused = boost_referenced_tables(fused, self.table_reference_share, stage)
+        fused = order_table_parts(fused, query, stage)[:top_k]
         stage.note(f"mode={self.mode} weights={dict(zip(names, weights))}"
                    + (f" k={self.rrf_k}" if self.mode == "rrf" else f" normalization={self.normalization}"))
 

@@ -144,8 +144,9 @@ _LABEL_PREFIX_RE = re.compile(r"^(?:[一二三四五六七八九十]+[、.．]|[
                               r"|其中[:：]|加[:：]|减[:：]|less[:：]|add[:：])\s*", re.IGNORECASE)
 _LABEL_SUFFIX_RE = re.compile(r"\s*(?:[(（][^()（）]{0,12}[)）]|[:：])\s*$")
 _LATIN_EDGE = r"[0-9a-z]"
-# a label this short names no particular row ("Total", "Other", "Basic", "合计", "其他"): Latin letters, Chinese characters;
-# a label written as code ("\jcap", "fit_x", "@tab") is a name however short, and no question uses it as a word
+# a label this short names no particular row ("Total", "Other", "Basic", "合计", "其他"): Latin letters,
+# Chinese characters; a label written as code ("\jcap", "fit_x", "@tab") is a name however short, and no
+# question uses it as a word
 MIN_LABEL_CHARS, MIN_CJK_LABEL_CHARS, MIN_CODE_LABEL_CHARS = 6, 3, 3
 _CODE_LABEL_RE = re.compile(r"[\\_@]")
 # an English question about a cell names its column too: a header word of three letters or more, or a number
@@ -181,9 +182,10 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
     its words. Only labels that are words count (no figures), of at least ``MIN_LABEL_CHARS`` characters
     (``MIN_CJK_LABEL_CHARS`` in Chinese, ``MIN_CODE_LABEL_CHARS`` for code such as "\\jcap"), Latin ones
     matched as whole words; rows that are dates or periods never count, and a parent company's own
-    statement (母公司, "parent company") counts only when the question asks for it. An English question must name a column as well (a word or number of
-    the header row: "2022", "SARI"): "How is novelty controlled in NC-RAPT?" names a method that is a row
-    of the paper's results tables, and asks about the method, not a cell.
+    statement (母公司, "parent company") counts only when the question asks for it. An English question
+    must name a column as well (a word or number of the header row: "2022", "SARI"): "How is novelty
+    controlled in NC-RAPT?" names a method that is a row of the paper's results tables, and asks about
+    the method, not a cell.
 
     Args:
         question: The user's question.
