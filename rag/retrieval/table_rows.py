@@ -9,6 +9,10 @@ label the question names exactly (``rag.text.table_text.named_row_label``) gains
 ``retrieval.table_row_boost`` times the best fused score (so it means the same under weighted and RRF
 fusion); prose passages and tables without such a row keep their
 scores, and a library without tables ranks exactly as before.
+
+A table whose short caption the question names ("37、销售费用" for "销售费用里，产品仓储和运输花了多少钱",
+``named_title``) counts as well, one character more specific than a row of the same label: the
+question breaks that item down, and the statement rows that merely total it are not what it asks.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 from llama_index.core.schema import NodeWithScore
 
 from rag.retrieval.trace import StageTrace
-from rag.text.table_text import named_row_label
+from rag.text.table_text import named_row_label, named_title
 
 
 def boost_named_rows(fused: list[NodeWithScore], query: str, boost: float,
@@ -34,17 +38,24 @@ def boost_named_rows(fused: list[NodeWithScore], query: str, boost: float,
     """
     if boost <= 0 or not query:
         return fused
-    named = {item.node.node_id: named_row_label(query, item.node.get_content(), item.node.metadata.get("context", ""))
-             for item in fused if item.node.metadata.get("kind") == "table"}
-    longest = max((len(label) for label in named.values()), default=0)
+    named: dict[str, str] = {}
+    specificity: dict[str, int] = {}
+    for item in fused:
+        if item.node.metadata.get("kind") != "table":
+            continue
+        text, context = item.node.get_content(), item.node.metadata.get("context", "")
+        row, title = named_row_label(query, text, context), named_title(query, text, context)
+        named[item.node.node_id] = title if title and len(title) >= len(row) else row
+        specificity[item.node.node_id] = max(len(row), len(title) + 1 if title else 0)
+    longest = max(specificity.values(), default=0)
     if not longest:
         return fused
     top = max(item.score or 0.0 for item in fused)
     for item in fused:
-        label = named.get(item.node.node_id)
-        if label:
-            item.score = (item.score or 0.0) + boost * top * len(label) / longest
+        length = specificity.get(item.node.node_id, 0)
+        if length:
+            item.score = (item.score or 0.0) + boost * top * length / longest
     if stage is not None:
-        stage.note(f"table rows named by the question (+{boost} x the best score for the longest): "
+        stage.note(f"table rows or titles named by the question (+{boost} x the best score for the longest): "
                    + ", ".join(sorted({label for label in named.values() if label})))
     return sorted(fused, key=lambda item: -(item.score or 0.0))

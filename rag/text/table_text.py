@@ -148,6 +148,8 @@ _LATIN_EDGE = r"[0-9a-z]"
 # Chinese characters; a label written as code ("\jcap", "fit_x", "@tab") is a name however short, and no
 # question uses it as a word
 MIN_LABEL_CHARS, MIN_CJK_LABEL_CHARS, MIN_CODE_LABEL_CHARS = 6, 3, 3
+# a caption line longer than this is a sentence ("Table 2: Possible values of …"), not a title a question repeats
+MAX_TITLE_CHARS = 24
 _CODE_LABEL_RE = re.compile(r"[\\_@]")
 # an English question about a cell names its column too: a header word of three letters or more, or a number
 _HEADER_TERM_RE = re.compile(r"[a-z][a-z-]{2,}|\d{2,}")
@@ -204,15 +206,47 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
         if not row or is_figure(row[0]):
             continue
         label = row_label_key(row[0])
-        shortest = (MIN_CJK_LABEL_CHARS if CJK_RE.search(label)
-                    else MIN_CODE_LABEL_CHARS if _CODE_LABEL_RE.search(label) else MIN_LABEL_CHARS)
-        if len(label) <= len(best) or len(label) < shortest:
-            continue
-        if _DATE_LABEL_RE.search(label):
-            continue
-        if re.search(f"(?<!{_LATIN_EDGE}){re.escape(label)}(?:e?s)?(?!{_LATIN_EDGE})", asked):  # "revenues"
+        if len(label) > len(best) and _names_label(asked, label):
             best = label
     return best
+
+
+def named_title(question: str, text: str, context: str = "") -> str:
+    """A short caption line of a Markdown table chunk that ``question`` names word for word ("" if none).
+
+    A note of an annual report is a table titled by the item it breaks down ("37、销售费用"), whose rows
+    the item's line in the statements sums up; "2019年销售费用里，产品仓储和运输花了多少钱" names that
+    title and asks for one of the note's rows. The title counts under the rules of ``named_row_label``
+    (numbering and unit left off, the same shortest lengths, a parent company's table only when asked
+    for); a caption line longer than ``MAX_TITLE_CHARS`` is a sentence, which no question repeats whole.
+    Only Chinese titles count: an English caption is a sentence ("Table 2: Possible values of …") or a
+    head every question about the statement repeats ("Revenue").
+
+    Args:
+        question: The user's question.
+        text: The table chunk's Markdown.
+        context: The chunk's search context (see ``named_row_label``). Defaults to none.
+    """
+    caption, rows = split_markdown_table(text)
+    if not rows or not caption:
+        return ""
+    if any(PARENT_RE.search(line) for line in [*caption, context]) and not PARENT_RE.search(question):
+        return ""
+    asked = _unspace_cjk(" ".join(question.lower().split()))
+    titles = (row_label_key(line) for line in caption)
+    return max((title for title in titles
+                if CJK_RE.search(title) and len(title) <= MAX_TITLE_CHARS and _names_label(asked, title)),
+               key=len, default="")
+
+
+def _names_label(asked: str, label: str) -> bool:
+    """Whether the (lower-cased, unspaced) question names ``label``: long enough to name something, not a
+    figure or a period, Latin labels as whole words."""
+    shortest = (MIN_CJK_LABEL_CHARS if CJK_RE.search(label)
+                else MIN_CODE_LABEL_CHARS if _CODE_LABEL_RE.search(label) else MIN_LABEL_CHARS)
+    if len(label) < shortest or is_figure(label) or _DATE_LABEL_RE.search(label):
+        return False
+    return bool(re.search(f"(?<!{_LATIN_EDGE}){re.escape(label)}(?:e?s)?(?!{_LATIN_EDGE})", asked))  # "revenues"
 
 
 def _names_a_column(asked: str, header: list[str]) -> bool:

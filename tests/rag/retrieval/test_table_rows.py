@@ -70,3 +70,12 @@ def test_fusion_lifts_a_named_row_from_below_the_cut_and_says_so_in_the_trace() 
     assert _ids(plain) == ["prose", "parent"]
     assert "offering" in _ids(lifted)  # the boost is applied before the list is cut to candidate_k
     assert any("freight revenue" in note for note in query.trace.get("fusion").notes)
+
+
+def test_a_table_titled_by_what_the_question_breaks_down_outranks_the_row_that_totals_it() -> None:
+    statement = "合并利润表\n| 项目 | 2019 年度 |\n| --- | --- |\n| 销售费用 | 300,064,834.96 |"
+    note = "37、销售费用\n| 项目 | 本期发生额 |\n| --- | --- |\n| 产品储运费 | 219,557,095.08 |"
+    candidates = [_node("prose", 0.8, "销售费用同比增长。", kind="text"), _node("statement", 0.7, statement),
+                  _node("note", 0.6, note)]
+    boosted = boost_named_rows(candidates, "华锦股份2019年销售费用里，产品仓储和运输花了多少钱？", 0.8)
+    assert _ids(boosted) == ["note", "statement", "prose"]  # 0.6 + 0.64 against 0.7 + 0.64 x 4/5

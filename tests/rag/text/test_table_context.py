@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.text.table_captions import caption_below, has_labelled_caption, lead_in_before, table_lead_in
-from rag.text.table_text import named_row_label, row_label_key
+from rag.text.table_text import named_row_label, named_title, row_label_key
 
 REVENUE_INTRO = ("Note 2 – Revenue\n\nThe following tables present our revenues disaggregated by offering and "
                  "geographical region. Revenue by geographical region is based on where the\ntransaction occurred. "
@@ -140,3 +140,15 @@ def test_a_parent_company_statement_counts_only_when_the_question_asks_for_it() 
     assert named_row_label("2019年营业收入是多少元？", parent) == ""
     assert named_row_label("母公司2019年营业收入是多少元？", parent) == "营业收入"
     assert named_row_label("What was revenue?", "PARENT COMPANY ONLY\n| | 2022 |\n| --- | --- |\n| Revenue | 1 |") == ""
+
+
+def test_a_short_caption_the_question_names_is_the_tables_title() -> None:
+    note = "37、销售费用\n单位： 元\n| 项目 | 本期发生额 |\n| --- | --- |\n| 产品储运费 | 219,557,095.08 |"
+    assert named_title("华锦股份2019年销售费用里，产品仓储和运输花了多少钱？", note) == "销售费用"
+    assert named_title("华锦股份2019年管理费用是多少？", note) == ""
+    parent = note.replace("37、销售费用", "母公司销售费用")
+    assert named_title("销售费用是多少？", parent) == ""  # the parent company's, not asked for
+    assert named_title("母公司销售费用是多少？", parent) == "母公司销售费用"
+    sentence = "Table 2: Possible values of argument methodResidCov\n| a | b |\n| --- | --- |\n| x | 1 |"
+    assert named_title("What are the possible values of argument methodResidCov?", sentence) == ""  # a sentence
+    assert named_title("What was revenue by region in 2022?", "Revenue\n| | 2022 |\n| --- | --- |\n| Asia | 1 |") == ""
