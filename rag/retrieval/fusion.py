@@ -239,7 +239,7 @@ class FusionRetriever(BaseRetriever):
             fused = weighted_score_fusion(lists, weights=weights, normalization=self.normalization)
         fused = boost_named_rows(fused, query, self.table_row_boost, stage)
         fused = boost_referenced_tables(fused, self.table_reference_share, stage)
-        fused = order_table_parts(fused, query, stage)[:top_k]
+        fused = order_table_parts(fused, query, self.idf, stage)[:top_k]
         stage.note(f"mode={self.mode} weights={dict(zip(names, weights))}"
                    + (f" k={self.rrf_k}" if self.mode == "rrf" else f" normalization={self.normalization}"))
 

@@ -73,3 +73,13 @@ def test_fusion_orders_a_tables_parts_before_the_cut() -> None:
     found = FusionRetriever.from_config(retrievers, config).retrieve(query)
 
     assert _ids(found)[0] == "keys, second part"
+
+
+def test_the_part_holding_the_weightiest_term_leads_over_one_holding_several_common_ones() -> None:
+    caption = "Table 3: Functions and methods for objects\n| Function | Description |\n| --- | --- |\n"
+    parts = [_node("summary", 0.9, caption + "| summary() | regression output; an object with a print() method |"),
+             _node("lrtest", 0.8, caption + "| lrtest() | likelihood ratio tests of nested models |")]
+    question = "In the table of functions and methods for regression objects, what does lrtest() do?"
+    idf = {"lrtest": 6.0, "regress": 2.0, "object": 2.5, "method": 1.5}
+    by_idf = order_table_parts(parts, question, idf=lambda terms: {t: idf.get(t, 0.5) for t in terms})
+    assert _ids(by_idf) == ["lrtest", "summary"]
