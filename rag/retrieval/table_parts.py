@@ -10,11 +10,11 @@ the parts of one table (same document, first page, caption and header) that are 
 keep the slots and scores they have between them, handed out again by what only some parts' rows hold:
 the question's search terms found in a part's body rows, each weighed by its IDF and shared out among
 the parts that hold it; the part holding the weightiest such term leads ("lrtest" over the "regression"
-and "methods" another part's descriptions happen to hold), the sum of them breaking ties. A Chinese
-term is looked for as a substring of the simplified rows, since a short cell such as 学号 segments
-differently on its own than inside the question; other terms as BM25 tokens of the rows. A term every part holds, or none, decides nothing;
-with nothing to decide, the order stays. No passage outside a table, and no slot of another passage,
-changes.
+and "methods" another part's descriptions happen to hold), the sum of them breaking ties. A Chinese term
+is looked for as a substring of the simplified rows, since a short cell such as 学号 segments differently
+on its own than inside the question; other terms as BM25 tokens of the rows. A term every part holds, or
+none, decides nothing; with nothing to decide, the order stays. No passage outside a table, and no slot
+of another passage, changes.
 """
 
 from __future__ import annotations
