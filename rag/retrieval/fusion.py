@@ -237,9 +237,10 @@ class FusionRetriever(BaseRetriever):
             fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights=weights)
         else:
             fused = weighted_score_fusion(lists, weights=weights, normalization=self.normalization)
+        # parts first: a row the question names word for word, or a passage naming the table, outweighs them
+        fused = order_table_parts(fused, query, self.idf, stage)
         fused = boost_named_rows(fused, query, self.table_row_boost, stage)
-        fused = boost_referenced_tables(fused, self.table_reference_share, stage)
-        fused = order_table_parts(fused, query, self.idf, stage)[:top_k]
+        fused = boost_referenced_tables(fused, self.table_reference_share, stage)[:top_k]
         stage.note(f"mode={self.mode} weights={dict(zip(names, weights))}"
                    + (f" k={self.rrf_k}" if self.mode == "rrf" else f" normalization={self.normalization}"))
 
