@@ -225,15 +225,16 @@ def named_title(question: str, text: str, context: str = "") -> str:
     Args:
         question: The user's question.
         text: The table chunk's Markdown.
-        context: The chunk's search context (see ``named_row_label``). Defaults to none.
+        context: The chunk's search context, whose lines count as titles too: a statement continued from the
+            page before carries its title there (see ``named_row_label``). Defaults to none.
     """
     caption, rows = split_markdown_table(text)
-    if not rows or not caption:
+    if not rows:
         return ""
     if any(PARENT_RE.search(line) for line in [*caption, context]) and not PARENT_RE.search(question):
         return ""
     asked = _unspace_cjk(" ".join(question.lower().split()))
-    titles = (row_label_key(line) for line in caption)
+    titles = (row_label_key(line) for line in [*caption, *context.splitlines()])  # a continued statement's title
     return max((title for title in titles
                 if CJK_RE.search(title) and len(title) <= MAX_TITLE_CHARS and _names_label(asked, title)),
                key=len, default="")

@@ -149,6 +149,10 @@ def test_a_short_caption_the_question_names_is_the_tables_title() -> None:
     parent = note.replace("37、销售费用", "母公司销售费用")
     assert named_title("销售费用是多少？", parent) == ""  # the parent company's, not asked for
     assert named_title("母公司销售费用是多少？", parent) == "母公司销售费用"
+    continued = "| 三、投资活动产生的现金流量 |  |\n| --- | --- |\n| 汇率变动对现金及现金等价物的影响 | 4,456,408.40 |"
+    assert named_title("2018年度合并现金流量表中，外币汇率波动的影响是多少？", continued) == ""
+    assert named_title("2018年度合并现金流量表中，外币汇率波动的影响是多少？", continued,
+                       "建新股份2019年年度报告\n5、合并现金流量表\n| 项目 | 2019 年度 |") == "合并现金流量表"
     sentence = "Table 2: Possible values of argument methodResidCov\n| a | b |\n| --- | --- |\n| x | 1 |"
     assert named_title("What are the possible values of argument methodResidCov?", sentence) == ""  # a sentence
     assert named_title("What was revenue by region in 2022?", "Revenue\n| | 2022 |\n| --- | --- |\n| Asia | 1 |") == ""
