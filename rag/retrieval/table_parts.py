@@ -74,9 +74,8 @@ def order_table_parts(fused: list[NodeWithScore], query: str, idf: Idf | None = 
                     if 0 < count < len(positions)}
         if not deciding:
             continue
-        held = {p: [weight for term, weight in deciding.items() if bodies[p].holds(term)] for p in positions}
-        # the weightiest term first, then their sum; a tie keeps the fused order
-        best_first = sorted(positions, key=lambda p: (-max(held[p], default=0.0), -sum(held[p]), p))
+        # parts holding some distinguishing term first, each side in its fused order
+        best_first = sorted(positions, key=lambda p: (not any(bodies[p].holds(term) for term in deciding), p))
         if best_first == positions:
             continue
         scores = [fused[p].score for p in positions]
