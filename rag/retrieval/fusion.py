@@ -238,7 +238,7 @@ class FusionRetriever(BaseRetriever):
         else:
             fused = weighted_score_fusion(lists, weights=weights, normalization=self.normalization)
         # parts first: a row the question names word for word, or a passage naming the table, outweighs them
-        fused = order_table_parts(fused, query, self.idf, stage)
+        fused = order_table_parts(fused, query, stage)
         fused = boost_named_rows(fused, query, self.table_row_boost, stage)
         fused = boost_referenced_tables(fused, self.table_reference_share, stage)[:top_k]
         stage.note(f"mode={self.mode} weights={dict(zip(names, weights))}"

@@ -57,11 +57,11 @@ def test_a_term_every_part_holds_decides_nothing() -> None:
     assert _ids(order_table_parts(_candidates(), question)) == _ids(_candidates())
 
 
-def test_a_term_more_parts_hold_weighs_less() -> None:
+def test_parts_holding_a_distinguishing_term_keep_their_fused_order_among_themselves() -> None:
     parts = [_node("journal", 0.9, FORMATS + "| journal | volume |"),
-             _node("patent", 0.8, FORMATS + "| patent | country |"),
-             _node("thesis", 0.7, FORMATS + "| thesis | country |")]
-    assert _ids(order_table_parts(parts, "the country of a patent")) == ["patent", "thesis", "journal"]
+             _node("thesis", 0.8, FORMATS + "| thesis | country |"),
+             _node("patent", 0.7, FORMATS + "| patent | country |")]
+    assert _ids(order_table_parts(parts, "the country of a patent")) == ["thesis", "patent", "journal"]
 
 
 def test_fusion_orders_a_tables_parts_before_the_cut() -> None:
@@ -74,12 +74,3 @@ def test_fusion_orders_a_tables_parts_before_the_cut() -> None:
 
     assert _ids(found)[0] == "keys, second part"
 
-
-def test_the_part_holding_the_weightiest_term_leads_over_one_holding_several_common_ones() -> None:
-    caption = "Table 3: Functions and methods for objects\n| Function | Description |\n| --- | --- |\n"
-    parts = [_node("summary", 0.9, caption + "| summary() | regression output; an object with a print() method |"),
-             _node("lrtest", 0.8, caption + "| lrtest() | likelihood ratio tests of nested models |")]
-    question = "In the table of functions and methods for regression objects, what does lrtest() do?"
-    idf = {"lrtest": 6.0, "regress": 2.0, "object": 2.5, "method": 1.5}
-    by_idf = order_table_parts(parts, question, idf=lambda terms: {t: idf.get(t, 0.5) for t in terms})
-    assert _ids(by_idf) == ["lrtest", "summary"]
