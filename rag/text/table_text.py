@@ -225,8 +225,9 @@ def named_title(question: str, text: str, context: str = "") -> str:
     Args:
         question: The user's question.
         text: The table chunk's Markdown.
-        context: The chunk's search context, whose lines count as titles too: a statement continued from the
-            page before carries its title there (see ``named_row_label``). Defaults to none.
+        context: The chunk's search context, whose lines after the first (the document's title) count as
+            titles too: a statement continued from the page before carries its title there (see
+            ``named_row_label``). Defaults to none.
     """
     caption, rows = split_markdown_table(text)
     if not rows:
@@ -234,7 +235,8 @@ def named_title(question: str, text: str, context: str = "") -> str:
     if any(PARENT_RE.search(line) for line in [*caption, context]) and not PARENT_RE.search(question):
         return ""
     asked = _unspace_cjk(" ".join(question.lower().split()))
-    titles = (row_label_key(line) for line in [*caption, *context.splitlines()])  # a continued statement's title
+    # the context's first line is the document's title (``rag.ingest.chunking``), which names all its tables alike
+    titles = (row_label_key(line) for line in [*caption, *context.splitlines()[1:]])
     return max((title for title in titles
                 if CJK_RE.search(title) and len(title) <= MAX_TITLE_CHARS and _names_label(asked, title)),
                key=len, default="")

@@ -153,6 +153,8 @@ def test_a_short_caption_the_question_names_is_the_tables_title() -> None:
     assert named_title("2018年度合并现金流量表中，外币汇率波动的影响是多少？", continued) == ""
     assert named_title("2018年度合并现金流量表中，外币汇率波动的影响是多少？", continued,
                        "建新股份2019年年度报告\n5、合并现金流量表\n| 项目 | 2019 年度 |") == "合并现金流量表"
+    # the document's title, the context's first line, names every table of the document alike
+    assert named_title("建新股份年报中汇率变动的影响是多少？", continued, "建新股份年报\n| 项目 | 2019 年度 |") == ""
     sentence = "Table 2: Possible values of argument methodResidCov\n| a | b |\n| --- | --- |\n| x | 1 |"
     assert named_title("What are the possible values of argument methodResidCov?", sentence) == ""  # a sentence
     assert named_title("What was revenue by region in 2022?", "Revenue\n| | 2022 |\n| --- | --- |\n| Asia | 1 |") == ""
