@@ -196,8 +196,8 @@ def named_row_label(question: str, text: str, context: str = "") -> str:
             before (``rag.ingest.table_continuation``). Defaults to none.
     """
     caption, rows = split_markdown_table(text)
-    asked = _unspace_cjk(" ".join(question.lower().split()))
-    if any(PARENT_RE.search(line) for line in [*caption, context]) and not PARENT_RE.search(question):
+    asked = _asked(question)
+    if _parent_not_asked(question, caption, context):
         return ""
     if rows and not CJK_RE.search(question) and not _names_a_column(asked, rows[0]):
         return ""
@@ -232,14 +232,25 @@ def named_title(question: str, text: str, context: str = "") -> str:
     caption, rows = split_markdown_table(text)
     if not rows:
         return ""
-    if any(PARENT_RE.search(line) for line in [*caption, context]) and not PARENT_RE.search(question):
+    if _parent_not_asked(question, caption, context):
         return ""
-    asked = _unspace_cjk(" ".join(question.lower().split()))
+    asked = _asked(question)
     # the context's first line is the document's title (``rag.ingest.chunking``), which names all its tables alike
     titles = (row_label_key(line) for line in [*caption, *context.splitlines()[1:]])
     return max((title for title in titles
                 if CJK_RE.search(title) and len(title) <= MAX_TITLE_CHARS and _names_label(asked, title)),
                key=len, default="")
+
+
+def _asked(question: str) -> str:
+    """The question as labels are matched against it: lower case, single spaces, none beside Chinese."""
+    return _unspace_cjk(" ".join(question.lower().split()))
+
+
+def _parent_not_asked(question: str, caption: list[str], context: str) -> bool:
+    """Whether the table is a parent company's own statement (caption or context) and the question does not ask
+    for one: it repeats every row of the consolidated statement, which the question is about."""
+    return any(PARENT_RE.search(line) for line in [*caption, context]) and not PARENT_RE.search(question)
 
 
 def _names_label(asked: str, label: str) -> bool:
