@@ -45,7 +45,7 @@ def order_table_parts(fused: list[NodeWithScore], query: str,
         stage: The fusion stage, which notes the tables re-ordered. Defaults to none.
     """
     groups: dict[tuple, list[int]] = {}
-    bodies: dict[int, _Body] = {}
+    texts: dict[int, str] = {}
     for position, item in enumerate(fused):
         if item.node.metadata.get("kind") != "table":
             continue
@@ -54,14 +54,15 @@ def order_table_parts(fused: list[NodeWithScore], query: str,
             continue
         key = (item.node.metadata.get("doc_id"), item.node.metadata.get("page_start"), tuple(caption), tuple(rows[0]))
         groups.setdefault(key, []).append(position)
-        body = " ".join(cell for row in rows[1:] for cell in row)
-        bodies[position] = _Body(set(tokenize(body)), to_simplified(body))
-    terms = sorted(set(tokenize(query))) if query else []
+        texts[position] = " ".join(cell for row in rows[1:] for cell in row)
+    split_tables = [positions for positions in groups.values() if len(positions) >= 2]
+    terms = sorted(set(tokenize(query))) if query and split_tables else []
+    # only the parts of split tables are tokenized: most table candidates are a table's only part here
+    bodies = {p: _Body(set(tokenize(texts[p])), to_simplified(texts[p]))
+              for positions in split_tables for p in positions}
     ordered = list(fused)
     moved = 0
-    for positions in groups.values():
-        if len(positions) < 2:
-            continue
+    for positions in split_tables:
         deciding = [term for term in terms if 0 < sum(bodies[p].holds(term) for p in positions) < len(positions)]
         best_first = sorted(positions, key=lambda p: (not any(bodies[p].holds(term) for term in deciding), p))
         if best_first == positions:
