@@ -90,20 +90,27 @@ def _tables_in(stacks: list[tuple[tuple[float, float, list[float]], bool]], word
             continue
         if sum(1 for x, y in strokes if bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]) >= MAX_PLOT_STROKES:
             continue
-        grid = text_grid(words, bbox, header_bottom=ys[1], need_figures=not captioned)
+        # a header line over each column stands in for a caption only between a top, a mid and a bottom rule:
+        # boxes of code and a captioned table's later sections stack more rules
+        grid = text_grid(words, bbox, header_bottom=ys[1], need_figures=not captioned, headed=len(ys) == 3)
         if grid:
             tables.append((bbox, grid))
     return tables
 
 
-def text_grid(words: list[RawWord], bbox: Box, *, header_bottom: float, need_figures: bool) -> Grid | None:
+def text_grid(words: list[RawWord], bbox: Box, *, header_bottom: float, need_figures: bool,
+              headed: bool = False) -> Grid | None:
     """The grid of a table without drawn columns: a row per text line (wrapped lines joined), columns at the gaps
     its body (below ``header_bottom``) leaves; None for fewer than two columns or rows, or, with ``need_figures``,
-    without a column of figures."""
+    without a column of figures (or, where ``headed`` allows it, a heading over each column and no line across
+    two)."""
     inside = [word for word in words if centre_in(word.box, bbox)]
     body = [word for word in inside if word.box[1] >= header_bottom - 1]
     columns = _columns(body, bbox[0], bbox[2])
-    if len(columns) < 2 or (need_figures and not _has_figure_column(body, columns)):
+    if len(columns) < 2:
+        return None
+    if need_figures and not _has_figure_column(body, columns) and not (headed and _headed(inside, header_bottom,
+                                                                                          columns)):
         return None
     rows = join_wrapped_rows(_rows(inside, bbox[1], bbox[3]), columns, inside)
     if len(rows) < 2:
@@ -283,6 +290,26 @@ def _has_figure_column(body: list[RawWord], columns: list[tuple[float, float]]) 
         if figures >= 2 and figures >= MIN_FIGURE_SHARE * len(texts):
             return True
     return False
+
+
+def _headed(inside: list[RawWord], header_bottom: float, columns: list[tuple[float, float]]) -> bool:
+    """Whether the band over the first mid rule is one line holding a heading over each column and nothing across
+    two: a manual's uncaptioned table of commands ("用途 | 命令") is headed so, while an algorithm box or a
+    prompt set between rules has a single title over its text."""
+    header = text_lines([word for word in inside if word.box[3] <= header_bottom + 1])
+    if len(header) != 1:
+        return False
+    homes = _homes(header[0], columns)
+    if None in homes or homes != list(range(len(columns))):
+        return False
+    # prose between two boxes of code runs across the columns its commands seem to make
+    return all(None not in _homes(line, columns) for line in text_lines(inside) if line not in header)
+
+
+def _homes(line: list[RawWord], columns: list[tuple[float, float]]) -> list[int | None]:
+    """The column holding each run of a line's words, left to right (None for a run across a column edge)."""
+    return [next((i for i, (left, right) in enumerate(columns) if left <= run[0] and run[1] <= right), None)
+            for run in merge_runs([(word.box[0], word.box[2]) for word in line])]
 
 
 def _overlaps(a: Box, b: Box) -> bool:

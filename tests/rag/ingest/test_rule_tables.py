@@ -134,10 +134,23 @@ def test_a_ruled_table_of_text_counts_beside_its_caption_with_wrapped_cells_join
     assert "| Bio | Tell me a bio about the person. |" in table
 
 
-def test_a_ruled_table_of_text_without_a_caption_stays_text(tmp_path: Path) -> None:
+def test_ruled_text_under_a_single_title_without_a_caption_stays_text(tmp_path: Path) -> None:
+    titled = [("Instructions for each dataset",), *PROMPT_ROWS[1:]]  # one title over both columns: a prompt box
     for caption in (None, "Table 5 shows the instructions we used."):  # a sentence naming a table is no caption
-        page = parse_file(_ruled_text_table(tmp_path / "prompts.pdf", caption)).pages[0]
+        page = parse_file(_ruled_text_table(tmp_path / "prompts.pdf", caption, titled)).pages[0]
         assert page.tables == [] and "Tell me a bio" in page.text
+
+
+def test_a_ruled_table_of_text_headed_over_each_column_is_a_table_without_a_caption(tmp_path: Path) -> None:
+    """A manual's uncaptioned booktabs table of commands: a heading over each column, text in every cell."""
+    commands = [("Purpose", "Command"), ("Contents", "\\tableofcontents"), ("List of figures", "\\listoffigures"),
+                ("List of tables", "\\listoftables")]
+    page = parse_file(_ruled_text_table(tmp_path / "commands.pdf", None, commands)).pages[0]
+    assert len(page.tables) == 1
+    table = page.text[page.tables[0].start:page.tables[0].end]
+    assert "| Purpose | Command |" in table and "| List of figures | \\listoffigures |" in table
+    page = parse_file(_ruled_text_table(tmp_path / "prompts.pdf", None)).pages[0]
+    assert len(page.tables) == 1 and "| Bio | Tell me a bio about the person. |" in page.text
 
 
 def test_a_heading_spanning_columns_does_not_merge_them(tmp_path: Path) -> None:
