@@ -1,4 +1,4 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the sixth to twelfth held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 13th held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
@@ -12,9 +12,9 @@ TeX books and thesis templates), ``table_questions_holdout10.json`` on twelve mo
 unicode-math, systemfit's and quantreg's rq vignettes, six Chinese thesis templates),
 ``table_questions_holdout11.json`` on twelve more (texlive-latex-extra and publishers' guides, fitdistrplus' paper, the
 traditional-Chinese maintainer guide, Chinese thesis and report templates), ``table_questions_holdout12.json`` on
-twelve more (texlive-latex-extra and publishers' manuals, forecast's JSS paper, Chinese thesis and exam templates).
-They are not
-copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian
+twelve more (texlive-latex-extra and publishers' manuals, forecast's JSS paper, Chinese thesis and exam templates),
+``table_questions_holdout13.json`` on twelve more (R vignettes of effects and flexmix, texlive-latex-extra manuals,
+Chinese bibliography-style and thesis manuals). They are not copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian
 registry is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in
 ``data/debian_docs.tsv``, each checked against its SHA-256 so that every run reads the bytes the questions were
 written on.
