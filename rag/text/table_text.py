@@ -24,8 +24,10 @@ table higher).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from rag.text.language import CJK_RE
+from rag.text.script import to_simplified
 
 _NUMERIC_CELL_RE = re.compile(r"[\s$€£¥￥()（）+\-–—−,.:%％\d*]*")
 _SEPARATOR_RE = re.compile(r"\|(\s*:?-{3,}:?\s*\|)+")
@@ -243,8 +245,9 @@ def named_title(question: str, text: str, context: str = "") -> str:
 
 
 def _asked(question: str) -> str:
-    """The question as labels are matched against it: lower case, single spaces, none beside Chinese."""
-    return _unspace_cjk(" ".join(question.lower().split()))
+    """The question as labels are matched against it: lower case, single spaces, none beside Chinese, Chinese in
+    simplified script (a traditional question names 地圖 where the table prints 地图, as BM25 reads both)."""
+    return to_simplified(_unspace_cjk(" ".join(question.lower().split())))
 
 
 def _parent_not_asked(question: str, caption: list[str], context: str) -> bool:
@@ -260,7 +263,13 @@ def _names_label(asked: str, label: str) -> bool:
                 else MIN_CODE_LABEL_CHARS if _CODE_LABEL_RE.search(label) else MIN_LABEL_CHARS)
     if len(label) < shortest or is_figure(label) or _DATE_LABEL_RE.search(label):
         return False
-    return bool(re.search(f"(?<!{_LATIN_EDGE}){re.escape(label)}(?:e?s)?(?!{_LATIN_EDGE})", asked))  # "revenues"
+    simplified = _simplified_label(label)
+    return bool(re.search(f"(?<!{_LATIN_EDGE}){re.escape(simplified)}(?:e?s)?(?!{_LATIN_EDGE})", asked))  # "revenues"
+
+
+@lru_cache(maxsize=16384)  # the same row labels come back query after query
+def _simplified_label(label: str) -> str:
+    return to_simplified(label)
 
 
 def _names_a_column(asked: str, header: list[str]) -> bool:
