@@ -158,3 +158,11 @@ def test_a_short_caption_the_question_names_is_the_tables_title() -> None:
     sentence = "Table 2: Possible values of argument methodResidCov\n| a | b |\n| --- | --- |\n| x | 1 |"
     assert named_title("What are the possible values of argument methodResidCov?", sentence) == ""  # a sentence
     assert named_title("What was revenue by region in 2022?", "Revenue\n| | 2022 |\n| --- | --- |\n| Asia | 1 |") == ""
+
+
+def test_a_question_and_a_table_in_different_chinese_scripts_name_the_same_row_and_title() -> None:
+    types = "文献类型和标识代码\n| 文献类型 | 标识代码 |\n| --- | --- |\n| 学位论文 | D |\n| 会议录 | C |"
+    assert named_row_label("gbt7714 的文獻類型表中，學位論文的標識代碼是什麼？", types) == "学位论文"
+    assert named_row_label("gbt7714 的文献类型表中，学位论文的标识代码是什么？", types.replace("学位论文", "學位論文")) \
+        == "學位論文"  # a traditional table, a simplified question
+    assert named_title("文獻類型和標識代碼表中，會議錄用什麼代碼？", types) == "文献类型和标识代码"
