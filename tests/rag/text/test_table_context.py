@@ -162,7 +162,7 @@ def test_a_short_caption_the_question_names_is_the_tables_title() -> None:
 
 def test_a_question_and_a_table_in_different_chinese_scripts_name_the_same_row_and_title() -> None:
     types = "文献类型和标识代码\n| 文献类型 | 标识代码 |\n| --- | --- |\n| 学位论文 | D |\n| 会议录 | C |"
-    assert named_row_label("gbt7714 的文獻類型表中，學位論文的標識代碼是什麼？", types) == "学位论文"
-    assert named_row_label("gbt7714 的文献类型表中，学位论文的标识代码是什么？", types.replace("学位论文", "學位論文")) \
-        == "學位論文"  # a traditional table, a simplified question
+    assert named_row_label("手冊的文獻類型表中，學位論文的標識代碼是什麼？", types) == "学位论文"
+    traditional_table = types.replace("学位论文", "學位論文")
+    assert named_row_label("手册的文献类型表中，学位论文的标识代码是什么？", traditional_table) == "學位論文"
     assert named_title("文獻類型和標識代碼表中，會議錄用什麼代碼？", types) == "文献类型和标识代码"
