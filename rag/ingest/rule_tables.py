@@ -109,8 +109,9 @@ def text_grid(words: list[RawWord], bbox: Box, *, header_bottom: float, need_fig
     columns = _columns(body, bbox[0], bbox[2])
     if len(columns) < 2:
         return None
-    if need_figures and not _has_figure_column(body, columns) and not (headed and _headed(inside, header_bottom,
-                                                                                          columns)):
+    qualifies = (not need_figures or _has_figure_column(body, columns)
+                 or (headed and _headed(inside, header_bottom, columns)))
+    if not qualifies:
         return None
     rows = join_wrapped_rows(_rows(inside, bbox[1], bbox[3]), columns, inside)
     if len(rows) < 2:
@@ -299,8 +300,7 @@ def _headed(inside: list[RawWord], header_bottom: float, columns: list[tuple[flo
     header = text_lines([word for word in inside if word.box[3] <= header_bottom + 1])
     if len(header) != 1:
         return False
-    homes = _homes(header[0], columns)
-    if None in homes or homes != list(range(len(columns))):
+    if _homes(header[0], columns) != list(range(len(columns))):  # one run under each column, none across two
         return False
     # prose between two boxes of code runs across the columns its commands seem to make
     return all(None not in _homes(line, columns) for line in text_lines(inside) if line not in header)
