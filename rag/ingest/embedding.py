@@ -8,8 +8,9 @@ import numpy as np
 
 from rag.documents import Chunk
 from rag.index.embed_cache import EmbeddingCache
-from rag.index.store import DocumentStore
 from rag.index.searchable import vector_groups
+from rag.index.store import DocumentStore
+from rag.text.script import to_simplified
 from rag.text.table_text import table_outline
 
 Progress = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message)
@@ -45,11 +46,14 @@ def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress 
 
 
 def embedding_text(chunk: Chunk) -> str:
-    """What the embedder reads for ``chunk``: its text, or for a table the outline of its words.
+    """What the embedder reads for ``chunk``: its text, or for a table the outline of its words, in simplified script.
 
     A table's figures crowd its row labels out of the embedder's window (``rag.text.table_text``).
+    Traditional Chinese is read as simplified, like the question (``EmbedderRouter.query_vector``), so a
+    question in either script meets a document in either script the same way; the stored text stays
+    as written.
     """
     if chunk.kind != "table":
-        return chunk.text
+        return to_simplified(chunk.text)
     context = "\n".join(part for part in (chunk.context, chunk.heading_path) if part)
-    return table_outline(chunk.text, context=context)
+    return to_simplified(table_outline(chunk.text, context=context))

@@ -7,6 +7,10 @@ when one is set (by default e5-small, searched as a dense list of its own for En
 query is embedded once per model that holds vectors, so an English question still reaches Chinese
 chunks through the multilingual space.
 
+Questions are embedded in simplified script, as chunks are (``rag.ingest.embedding.embedding_text``):
+e5-small matches a traditional question with a simplified table far less well than with the same
+question in simplified characters (docs/documents.md, ``script17``).
+
 Query vectors are cached per (model, text) in ``query_vectors``: a question asked again, compared
 under two settings, or re-searched by reflection is embedded once.
 """
@@ -21,6 +25,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from rag.caching import LRUCache
 from rag.config import EmbeddingConfig
+from rag.text.script import to_simplified
 
 EmbedderFactory = Callable[[str], BaseEmbedding]
 
@@ -53,7 +58,8 @@ class EmbedderRouter:
         embedder = self.for_model_id(model_id)
         if embedder is None:
             raise KeyError(f"no configured embedding model makes the vectors stored as {model_id}")
-        return self.query_vectors.get_or_compute((model_id, text), lambda: embedder.get_query_embedding(text))
+        return self.query_vectors.get_or_compute((model_id, text),
+                                                 lambda: embedder.get_query_embedding(to_simplified(text)))
 
     def query_vectors_at_once(self, model_ids: Sequence[str], texts: Sequence[str]) -> None:
         """Embed ``texts`` with every model of ``model_ids`` side by side (into the cache), not one after another.
@@ -83,7 +89,7 @@ class EmbedderRouter:
                 continue
             for start in range(0, len(queries), PRIME_BATCH):
                 texts = list(queries[start:start + PRIME_BATCH])
-                for text, vector in zip(texts, batch(texts)):
+                for text, vector in zip(texts, batch([to_simplified(t) for t in texts])):
                     self.query_vectors.put((model_id, text), vector)
 
     def spec_for(self, language: str) -> str:
