@@ -16,9 +16,9 @@ twelve more (texlive-latex-extra and publishers' manuals, forecast's JSS paper, 
 ``table_questions_holdout13.json`` on twelve more (R vignettes of effects and flexmix, texlive-latex-extra manuals,
 Chinese bibliography-style and thesis manuals), ``table_questions_holdout14.json`` on ten more (zoo's FAQ,
 caption, fancyref and booktabs manuals, the ASME template, Chinese chess, beamer and thesis templates). They are
-not copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian registry is reachable where PyPI is), unpacks them with ``dpkg-deb``
-and keeps the PDFs listed in ``data/debian_docs.tsv``, each checked against its SHA-256 so that every run reads the
-bytes the questions were written on.
+not copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian registry
+is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``,
+each checked against its SHA-256 so that every run reads the bytes the questions were written on.
 Lab only: the app never downloads anything.
 """
 
