@@ -18,16 +18,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rag.answer.engine import CitewiseQueryEngine
 from rag.config import DEFAULT_HOME, MAX_CONTEXT_TOKENS, RagConfig
 from rag.documents import Chunk
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT, EvalDataset, document_text, load_dataset
 from rag.evaluation.metrics import aggregate, latency_percentiles
-from rag.ingest.embedding import embed_chunks
-from rag.text.language import detect_language
-from rag.retrieval.query import QueryError
 from rag.index.store import DocumentStore
-from rag.answer.engine import CitewiseQueryEngine
+from rag.ingest.embedding import EMBEDDING_TEXT_VERSION, embed_chunks
+from rag.retrieval.query import QueryError
 from rag.retrieval.query_rewrite import QueryEnhancer
+from rag.text.language import detect_language
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,8 @@ def eval_store(dataset: EvalDataset, config: RagConfig, router, *, home: Path = 
     progress bar); without it progress goes to stderr for the CLI.
     """
     fingerprint = hashlib.sha256(json.dumps(
-        [sorted(dataset.corpus)[:50], len(dataset.corpus), repr(config.embedding)]).encode()).hexdigest()[:12]
+        [sorted(dataset.corpus)[:50], len(dataset.corpus), repr(config.embedding), EMBEDDING_TEXT_VERSION]
+    ).encode()).hexdigest()[:12]
     folder = home / "eval" / f"{dataset.name}-{fingerprint}"
     store_config = replace(config, storage=replace(config.storage, data_dir=str(folder), chroma_mode="embedded",
                                                    collection="eval"))

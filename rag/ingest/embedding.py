@@ -15,6 +15,9 @@ from rag.text.table_text import table_outline
 
 Progress = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message)
 _EMBED_PROGRESS_BATCH = 64
+# What embedding_text produces: 2 since chunks are read in simplified script. Stores built once and reused
+# (evaluation corpora) name it in their fingerprint, so vectors of an older form are never read as current.
+EMBEDDING_TEXT_VERSION = 2
 
 
 def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress | None = None,

@@ -93,3 +93,12 @@ def test_a_question_the_pipeline_rejects_is_a_counted_miss_not_the_end_of_the_ru
     assert report["metrics"]["recall@1"] == 0.75
     assert report["skipped"] == {"empty question": 2, "rejected by the pipeline (counted as misses)": 1}
     assert "skipped 3 item(s)" in report["note"]
+
+
+def test_a_stored_corpus_embedded_from_another_text_form_is_built_again(config: RagConfig, fake_router,
+                                                                         tmp_path: Path, monkeypatch) -> None:
+    dataset = EvalDataset(name="tiny", corpus=CORPUS, queries=QUERIES, qrels=QRELS)
+    eval_store(dataset, config, fake_router, home=tmp_path).close()
+    monkeypatch.setattr("rag.evaluation.retrieval.EMBEDDING_TEXT_VERSION", 99)
+    eval_store(dataset, config, fake_router, home=tmp_path).close()
+    assert len(list((tmp_path / "eval").glob("tiny-*"))) == 2
