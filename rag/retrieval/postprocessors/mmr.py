@@ -16,6 +16,7 @@ from rag.retrieval.nodes import annotate_node, node_text
 from rag.retrieval.postprocessors.base import TracedPostprocessor
 from rag.retrieval.query import as_search_query, expanded, report
 from rag.text.language import detect_language
+from rag.text.script import to_simplified
 
 logger = logging.getLogger(__name__)
 
@@ -131,13 +132,14 @@ class MMRPostprocessor(TracedPostprocessor):
             embed_model, nodes, stored_query = self._vectors.prepare(query_bundle.query_str, nodes)
             query = query or stored_query
         if query is None or len(query) == 0:
-            query = embed_model.get_query_embedding(query_bundle.query_str)
+            query = embed_model.get_query_embedding(to_simplified(query_bundle.query_str))
         query = _unit(np.asarray(query, dtype=float))
         vectors: list[Any] = [n.node.embedding if n.node.embedding is not None and len(n.node.embedding) == len(query)
                               else None for n in nodes]
         missing = [i for i, v in enumerate(vectors) if v is None]
         if missing:
-            fresh = embed_model.get_text_embedding_batch([node_text(nodes[i]) for i in missing])
+            # in simplified script, as stored vectors and query vectors are (rag.ingest.embedding.embedding_text)
+            fresh = embed_model.get_text_embedding_batch([to_simplified(node_text(nodes[i])) for i in missing])
             if len(fresh) != len(missing):
                 raise ValueError(f"embedder returned {len(fresh)} vectors for {len(missing)} texts")
             for i, vector in zip(missing, fresh):

@@ -87,6 +87,17 @@ def test_mmr_picks_the_diverse_node_over_the_near_duplicate() -> None:
     assert embed.batches == [["alpha", "alpha again", "beta"]]  # one batch for the missing vectors
 
 
+def test_mmr_embeds_traditional_texts_and_question_in_simplified_script_like_stored_vectors() -> None:
+    VECTORS.update({"资产负债表": _unit(1, 0, 0, 0), "应付职工薪酬": _unit(0.9, 0.1, 0, 0), "递延收益": _unit(0.2, 0, 1, 0)})
+    embed = TableEmbedding()
+    nodes = [_node("遞延收益"), _node("應付職工薪酬")]
+
+    picked = MMRPostprocessor(embed, top_n=2, lambda_mult=1.0).postprocess_nodes(nodes, query_str="資產負債表")
+
+    assert _ids(picked) == ["應付職工薪酬", "遞延收益"]
+    assert embed.batches == [["递延收益", "应付职工薪酬"]]
+
+
 def test_mmr_with_lambda_one_ranks_by_relevance() -> None:
     nodes = [_node("beta"), _node("alpha again"), _node("alpha")]
 
