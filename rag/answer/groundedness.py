@@ -24,6 +24,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from rag.answer.types import Source
 from rag.answer.citations import CitedSentence, best_quote
 from rag.text.overlap import overlap
+from rag.text.script import to_simplified
 from rag.text.language import detect_language
 from rag.prompts import GROUNDEDNESS_PROMPT, as_quoted_data, format_sources
 
@@ -78,7 +79,8 @@ def _similarity(embedder: Any, a: str, b: str) -> float | None:
         return None
     try:
         model = embedder.for_language(detect_language(a + b)) if hasattr(embedder, "for_language") else embedder
-        va, vb = (np.asarray(v, dtype=np.float32) for v in model.get_text_embedding_batch([a, b]))
+        pair = [to_simplified(a), to_simplified(b)]  # an answer in one Chinese script may cite a source in the other
+        va, vb = (np.asarray(v, dtype=np.float32) for v in model.get_text_embedding_batch(pair))
         denominator = float(np.linalg.norm(va) * np.linalg.norm(vb))
         return round(float(va @ vb) / denominator, 3) if denominator else None
     except Exception as exc:  # noqa: BLE001 - the lexical check still stands

@@ -32,3 +32,13 @@ def test_chinese_sentence_checked_by_characters() -> None:
     sources = [Source(1, "z:1", "z", "z.pdf", 2, 2, "布洛芬每日最大剂量为1200毫克。")]
     (record,) = check_groundedness(cited_sentences("布洛芬的每日最大剂量是1200毫克[1]。", 1), sources)
     assert record["supported"] is True
+
+
+def test_an_answer_in_traditional_script_is_compared_with_a_simplified_source_as_its_simplified_twin() -> None:
+    sources = [Source(1, "z:1", "z", "z.pdf", 2, 2, "应付职工薪酬的期末余额为1,234元。")]
+    (twin,) = check_groundedness(cited_sentences("应付职工薪酬期末余额为1,234元[1]。", 1), sources,
+                                 embedder=HashEmbedding())
+    (traditional,) = check_groundedness(cited_sentences("應付職工薪酬期末餘額為1,234元[1]。", 1), sources,
+                                        embedder=HashEmbedding())
+    assert twin["semantic"] is not None and traditional["semantic"] == twin["semantic"]
+    assert traditional["supported"] is True
