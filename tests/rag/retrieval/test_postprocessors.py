@@ -32,6 +32,9 @@ VECTORS = {
     "alpha again": _unit(0.9, 0.12, 0, 0),  # a near-duplicate of alpha
     "beta": _unit(0.6, 0, 0.8, 0),
     "gamma": _unit(0.5, 0, 0, 0.866),
+    "资产负债表": _unit(1, 0, 0, 0),  # simplified forms only: a traditional text has no vector here
+    "应付职工薪酬": _unit(0.9, 0.1, 0, 0),
+    "递延收益": _unit(0.2, 0, 1, 0),
 }
 
 
@@ -88,7 +91,6 @@ def test_mmr_picks_the_diverse_node_over_the_near_duplicate() -> None:
 
 
 def test_mmr_embeds_traditional_texts_and_question_in_simplified_script_like_stored_vectors() -> None:
-    VECTORS.update({"资产负债表": _unit(1, 0, 0, 0), "应付职工薪酬": _unit(0.9, 0.1, 0, 0), "递延收益": _unit(0.2, 0, 1, 0)})
     embed = TableEmbedding()
     nodes = [_node("遞延收益"), _node("應付職工薪酬")]
 
