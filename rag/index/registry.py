@@ -76,6 +76,7 @@ class Registry:
             self._db.execute("CREATE INDEX IF NOT EXISTS documents_status ON documents(status)")  # per write
             self._db.execute("CREATE TABLE IF NOT EXISTS claims (doc_id TEXT PRIMARY KEY, pid INTEGER NOT NULL,"
                              " started TEXT NOT NULL, operation TEXT NOT NULL, claimed_at REAL NOT NULL)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS library (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         self._own_commits = 0
         self._hidden: tuple[tuple[int, int], frozenset[str]] | None = None
 
@@ -143,6 +144,17 @@ class Registry:
             self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
             self._db.execute("DELETE FROM claims WHERE doc_id = ?", (doc_id,))
         self._committed()
+
+    # -- facts about the whole library ----------------------------------------------------------
+
+    def fact(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM library WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_fact(self, key: str, value: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO library VALUES (?, ?)", (key, value))
 
     # -- claims -------------------------------------------------------------------------------
 

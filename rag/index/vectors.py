@@ -173,6 +173,19 @@ class VectorStore:
                     reached("vectors.deleted")
             self._forget_listing()
 
+    def delete_chunks(self, ids: Sequence[str]) -> None:
+        """Remove the vectors of ``ids`` from every model's collection (ids a collection lacks are ignored)."""
+        if not ids:
+            return
+        self._conn.begin_write()
+        with self._conn.using() as (client, version):
+            self._follow(version)
+            for model_id in self._list_model_ids(client):
+                collection = self._existing(client, model_id)
+                if collection is not None:
+                    collection.delete(ids=list(ids))
+            self._forget_listing()
+
     def save_graphs_on_open(self) -> bool:
         """Have Chroma save each collection's whole HNSW graph the next time a process opens it; returns
         whether any collection changed.

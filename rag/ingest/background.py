@@ -6,7 +6,8 @@ thread goes on to parse the next file. Documents are embedded one at a time, in 
 
 When it starts it also picks up every document left ``embedding`` in the library (the app stopped or
 crashed mid-way, or an embedding failed), so a restart resumes them; ``submit`` resumes one on demand
-(the Documents page's button).
+(the Documents page's button). Completed documents go back to it when they lack a configured model's
+vectors (``reopen_incomplete``) or hold vectors of an older form of their text (``replace_older_vectors``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Callable
 
 from rag.index.searchable import EMBEDDING, reopen_incomplete
 from rag.index.store import DocumentStore
+from rag.ingest.embedding_upgrade import replace_older_vectors
 from rag.ingest.progress import IngestProgress
 from rag.ingest.vector_fill import BATCH, FillResult, fill_vectors
 from rag.models.priority import PROCESS_PRIORITY, Priority
@@ -36,7 +38,8 @@ class BackgroundEmbedder:
         batch_size: Chunks per batch. Defaults to ``vector_fill.BATCH``.
         priority: Batches wait while a question is in flight. Defaults to the process's.
         resume: At start, queue every document left ``embedding`` in the library, then (on the worker
-            thread) every completed one that lacks a vector of a configured model. Defaults to True.
+            thread) every completed one that lacks a vector of a configured model or holds one made from an
+            older form of its text. Defaults to True.
     """
 
     def __init__(self, store: DocumentStore, *, batch_size: int = BATCH, priority: Priority = PROCESS_PRIORITY,
@@ -170,9 +173,10 @@ class BackgroundEmbedder:
     def _reopen_incomplete(self) -> None:
         reopened: list[str] = []
         try:
-            reopened = reopen_incomplete(self._store)
+            reopened = replace_older_vectors(self._store)
+            reopened += [doc_id for doc_id in reopen_incomplete(self._store) if doc_id not in reopened]
         except Exception:  # noqa: BLE001 - a closed or broken store: nothing to add
-            logger.exception("could not check completed documents for missing vectors")
+            logger.exception("could not check completed documents for missing or older vectors")
         for doc_id in reopened:
             self.submit(doc_id)
         with self._cond:

@@ -15,9 +15,6 @@ from rag.text.table_text import table_outline
 
 Progress = Callable[[str, float, str], None]  # (stage, fraction done 0..1, message)
 _EMBED_PROGRESS_BATCH = 64
-# What embedding_text produces: 2 since chunks are read in simplified script. Stores built once and reused
-# (evaluation corpora) name it in their fingerprint, so vectors of an older form are never read as current.
-EMBEDDING_TEXT_VERSION = 2
 
 
 def embed_chunks(store: DocumentStore, chunks: list[Chunk], *, report: Progress | None = None,
@@ -56,7 +53,18 @@ def embedding_text(chunk: Chunk) -> str:
     question in either script meets a document in either script the same way; the stored text stays
     as written.
     """
+    return to_simplified(_as_written(chunk))
+
+
+def script_changes_embedding(chunk: Chunk) -> bool:
+    """Whether reading ``chunk`` in simplified script changed what the embedder reads: its vectors made
+    before ``EMBEDDING_TEXT_VERSION`` 2 are of other text (``rag.ingest.embedding_upgrade``)."""
+    written = _as_written(chunk)
+    return to_simplified(written) != written
+
+
+def _as_written(chunk: Chunk) -> str:
     if chunk.kind != "table":
-        return to_simplified(chunk.text)
+        return chunk.text
     context = "\n".join(part for part in (chunk.context, chunk.heading_path) if part)
-    return to_simplified(table_outline(chunk.text, context=context))
+    return table_outline(chunk.text, context=context)

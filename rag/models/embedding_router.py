@@ -31,6 +31,10 @@ EmbedderFactory = Callable[[str], BaseEmbedding]
 
 
 QUERY_CACHE_SIZE = 1024
+# The form of the text every embedder reads, chunks and questions alike: 2 since Chinese is read in simplified
+# script. A library records the form its vectors were made from (``rag.ingest.embedding_upgrade``) and
+# evaluation stores name it in their fingerprint, so vectors of an older form are never read as current.
+EMBEDDING_TEXT_VERSION = 2
 # query vectors of two models are computed side by side; their libraries release the GIL while they compute
 _QUERY_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewise-query-vector")
 PRIME_BATCH = 256
