@@ -22,7 +22,7 @@ import pymupdf
 
 from rag.ingest.caption_tables import caption_tables
 from rag.ingest.pdf_layout import RawLine, RawWord
-from rag.ingest.rule_tables import has_ruling, mid_rule_tables, rule_tables
+from rag.ingest.rule_tables import has_ruling, header_rule_tables, mid_rule_tables, rule_tables
 from rag.ingest.table_caption import header_from_caption, line_text, take_caption
 from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.ingest.table_stacks import unstack
@@ -98,6 +98,7 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
     taken = found_boxes + [bbox for bbox, _ in ruled]
     drawn = ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width)
     drawn += mid_rule_tables(drawings, words, taken=found_boxes + [bbox for bbox, _ in drawn], captions=captions)
+    drawn += header_rule_tables(drawings, words, taken=found_boxes + [bbox for bbox, _ in drawn])
     for bbox, grid in drawn:
         items = _cut_out(items, bbox, grid, drawn_columns=False, others=[box for box, _ in drawn if box != bbox])
     return items

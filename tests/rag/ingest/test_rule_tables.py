@@ -100,10 +100,13 @@ PROMPT_ROWS = [("Dataset", "Instruction"),
 
 
 def _ruled_text_table(path: Path, caption: str | None, rows: list[tuple[str | None, ...]] = PROMPT_ROWS,
-                      columns: tuple[float, ...] = (72.0, 160.0)) -> Path:
-    """Columns of text between three rules (by default a prompt table, one instruction wrapped over two lines)."""
+                      columns: tuple[float, ...] = (72.0, 160.0), *, intro: str | None = None) -> Path:
+    """Columns of text between three rules (by default a prompt table, one instruction wrapped over two lines), under
+    an ``intro`` line if one is given."""
     doc = pymupdf.open()
     page = doc.new_page()
+    if intro:
+        page.insert_text((72, 80), intro, fontname="tiro", fontsize=9)
     y = 120.0
     rules = [y - 12]
     for number, row in enumerate(rows):
@@ -190,7 +193,7 @@ def test_a_wrapped_label_in_a_table_of_text_stays_in_its_row(tmp_path: Path) -> 
     assert "| Other barriers |  |  |" in table
 
 
-def test_a_long_table_of_text_counts_beside_its_caption(tmp_path: Path) -> None:
+def test_a_long_table_of_text_counts_beside_its_caption_or_under_headings(tmp_path: Path) -> None:
     """A page-long list of methods leaves more room between its rules than any table of figures."""
     rows = [("Generic", "Brief description of return value")]
     rows += [(f"method{n}", f"Returns the quantity number {n} of the fitted model.") for n in range(30)]
@@ -198,8 +201,15 @@ def test_a_long_table_of_text_counts_beside_its_caption(tmp_path: Path) -> None:
     assert {span.caption for span in page.tables} == {"Table 8: List of methods."}  # in parts of a chunk's size
     table = page.text[page.tables[0].start:page.tables[-1].end]
     assert "| method29 | Returns the quantity number 29 of the fitted model. |" in table
-    uncaptioned = parse_file(_ruled_text_table(tmp_path / "list.pdf", None, rows)).pages[0]
-    assert uncaptioned.tables == []
+    # without a caption it counts by its heading over each column (``header_rule_tables``) ...
+    intro = "The generic functions below work on every fitted model."
+    uncaptioned = parse_file(_ruled_text_table(tmp_path / "list.pdf", None, rows, intro=intro)).pages[0]
+    assert uncaptioned.tables and {span.caption for span in uncaptioned.tables} == {""}
+    assert "| method29 | Returns the quantity number 29 of the fitted model. |" in uncaptioned.text
+    # ... or, as the page's first line, a table continued from the page before; not a running head over its rule
+    assert len(parse_file(_ruled_text_table(tmp_path / "first.pdf", None, rows)).pages[0].tables) == 4
+    head = [("12", "Chapter 2 Getting started")] + rows[1:]
+    assert parse_file(_ruled_text_table(tmp_path / "head.pdf", None, head, columns=(72.0, 300.0))).pages[0].tables == []
 
 
 def test_a_bold_caption_label_below_keeps_the_words_beside_it(tmp_path: Path) -> None:
@@ -499,7 +509,7 @@ def test_cells_set_flush_against_the_next_column_do_not_merge_the_columns(tmp_pa
     assert "| \\pasj | PASJ | Publications of the Astronomical Society |" in table
 
 
-def _mid_and_bottom_rules(path: Path, caption: str | None) -> Path:
+def _mid_and_bottom_rules(path: Path, caption: str | None, *, intro: str | None = None) -> Path:
     """lua-physical's tables: the header line, a rule under it, rows whose definitions wrap over three lines (too
     few lines of cells for a table of aligned text under its caption), a bottom rule, no rule over the header."""
     rows = [("Quantity", "Unit", "Symbol", "Definition"),
@@ -509,6 +519,8 @@ def _mid_and_bottom_rules(path: Path, caption: str | None) -> Path:
             ("information", "bit", "_bit", "The smallest amount of", "information, a single", "binary digit.")]
     doc = pymupdf.open()
     page = doc.new_page()
+    if intro:
+        page.insert_text((72, 95), intro, fontname="tiro", fontsize=9)
     y = 120.0
     for number, row in enumerate(rows):
         for x, text in zip((72, 160, 230, 290), row[:4]):
@@ -527,11 +539,67 @@ def _mid_and_bottom_rules(path: Path, caption: str | None) -> Path:
     return path
 
 
-def test_a_table_with_a_mid_and_a_bottom_rule_only_counts_beside_its_caption(tmp_path: Path) -> None:
+def test_a_table_with_a_mid_and_a_bottom_rule_counts_beside_its_caption_or_under_headings(tmp_path: Path) -> None:
     page = parse_file(_mid_and_bottom_rules(tmp_path / "units.pdf", "Table 3: Base units")).pages[0]
     [span] = page.tables
     table = page.text[span.start:span.end].splitlines()
     assert span.caption == "Table 3: Base units"
     assert table[1] == "| Quantity | Unit | Symbol | Definition |"  # the line over the first rule is the header
     assert "| temperature | kelvin | _K | The SI unit of thermo- dynamic temperature. It is defined by k. |" in table
-    assert parse_file(_mid_and_bottom_rules(tmp_path / "plain.pdf", None)).pages[0].tables == []
+    # without a caption it counts by its heading over each column, ending at the bottom rule (``header_rule_tables``)
+    plain = parse_file(_mid_and_bottom_rules(tmp_path / "plain.pdf", None, intro="4.2 SI base units")).pages[0]
+    [span] = plain.tables
+    assert "| temperature | kelvin | _K | The SI unit of thermo- dynamic temperature. It is defined by k. |" in (
+        plain.text[span.start:span.end])
+
+
+OPTION_ROWS = [("aboveskip", "sets the skip above caption", "2.6"), ("compatibility", "force (non-)compatibility", "7"),
+               ("hypcap", "selects the hypcap feature", "7.6"), ("labelsep", "sets the label separator", "2.1"),
+               ("singlelinecheck", "single-line check on or off", "2.2"),
+               ("style", "sets the caption style", "2.5")]
+
+
+def _header_ruled(path: Path, rows: list[tuple[str, ...]], *, header: tuple[str, ...] = ("Option", "Short description",
+                  "Section"), after: str = "Obsolete options are not listed here; see the appendix for them.") -> Path:
+    """A manual's longtable of options: the header line over a rule, no rule over or under the rows, a raised mark
+    after some option names (the caption manual's "†"), prose after a blank line."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "A.1 Options", fontname="tiro", fontsize=12)
+    columns = (72.0, 190.0, 400.0)
+    for x, text in zip(columns, header):
+        page.insert_text((x, 100), text, fontname="tiro", fontsize=10)
+    page.draw_line((70, 104), (440, 104), width=0.4)
+    y = 116.0
+    for number, row in enumerate(rows):
+        for x, text in zip(columns, row):
+            page.insert_text((x, y), text, fontname="cour", fontsize=10)
+        if number % 3 == 1:
+            page.insert_text((columns[0] + pymupdf.get_text_length(row[0], fontname="cour", fontsize=10) + 4, y - 3),
+                             "*", fontname="tiro", fontsize=7)
+        y += 12
+    page.insert_textbox(pymupdf.Rect(72, y + 14, 440, y + 60), after, fontname="tiro", fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_a_table_ruled_under_its_header_only_is_a_table_up_to_the_prose_after_it(tmp_path: Path) -> None:
+    page = parse_file(_header_ruled(tmp_path / "options.pdf", OPTION_ROWS)).pages[0]
+    [span] = page.tables
+    table = page.text[span.start:span.end].splitlines()
+    assert table[:2] == ["A.1 Options", "| Option | Short description | Section |"]  # marks joined to the names
+    assert "| hypcap | selects the hypcap feature | 7.6 |" in table
+    assert "| compatibility * | force (non-)compatibility | 7 |" in table
+    running = page.text[:span.start] + page.text[span.end:]
+    assert "Obsolete options are not listed here" in running and "7.6" not in running
+
+
+def test_a_rule_under_a_running_head_or_over_a_short_list_makes_no_table(tmp_path: Path) -> None:
+    # a running head is two runs over a rule too, but prose follows it
+    running_head = _header_ruled(tmp_path / "head.pdf", [], header=("3 Usage", "", "17"), after=" ".join(
+        ["The package is loaded with usepackage and takes the options listed in the next section."] * 4))
+    assert parse_file(running_head).pages[0].tables == []
+    short = _header_ruled(tmp_path / "short.pdf", OPTION_ROWS[:3])  # three lines could be any list under a rule
+    page = parse_file(short).pages[0]
+    assert page.tables == [] and "selects the hypcap feature" in page.text
