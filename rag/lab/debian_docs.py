@@ -1,4 +1,4 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 13th held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 15th held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
@@ -15,10 +15,12 @@ traditional-Chinese maintainer guide, Chinese thesis and report templates), ``ta
 twelve more (texlive-latex-extra and publishers' manuals, forecast's JSS paper, Chinese thesis and exam templates),
 ``table_questions_holdout13.json`` on twelve more (R vignettes of effects and flexmix, texlive-latex-extra manuals,
 Chinese bibliography-style and thesis manuals), ``table_questions_holdout14.json`` on ten more (zoo's FAQ,
-caption, fancyref and booktabs manuals, the ASME template, Chinese chess, beamer and thesis templates). They are
-not copied into the repository; this downloads the pinned packages with ``apt-get download`` (the Debian registry
-is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``,
-each checked against its SHA-256 so that every run reads the bytes the questions were written on.
+caption, fancyref and booktabs manuals, the ASME template, Chinese chess, beamer and thesis templates),
+``table_questions_holdout15.json`` on eleven more (LaTeX's font guide, texlive-latex-extra, publishers', pictures and
+science manuals, xeCJK, TeX Live's Chinese guide, hanzibox, zhnumber). They are not copied into the repository;
+this downloads the pinned packages with ``apt-get download`` (the Debian registry is reachable where PyPI is),
+unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``, each checked against its
+SHA-256 so that every run reads the bytes the questions were written on.
 Lab only: the app never downloads anything.
 """
 
