@@ -24,8 +24,7 @@ from rag.documents import Chunk
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT, EvalDataset, document_text, load_dataset
 from rag.evaluation.metrics import aggregate, latency_percentiles
 from rag.index.store import DocumentStore
-from rag.ingest.embedding import embed_chunks
-from rag.models.embedding_router import EMBEDDING_TEXT_VERSION
+from rag.ingest.embedding import EMBEDDING_TEXT_VERSION, embed_chunks
 from rag.retrieval.query import QueryError
 from rag.retrieval.query_rewrite import QueryEnhancer
 from rag.text.language import detect_language

@@ -57,7 +57,8 @@ class Claim:
 
 
 class Registry:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, new: dict[str, str] | None = None) -> None:
+        """Open (or create) the registry at ``path``; a library with no document and no facts yet records ``new``."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=_BUSY_TIMEOUT_S)
@@ -77,6 +78,9 @@ class Registry:
             self._db.execute("CREATE TABLE IF NOT EXISTS claims (doc_id TEXT PRIMARY KEY, pid INTEGER NOT NULL,"
                              " started TEXT NOT NULL, operation TEXT NOT NULL, claimed_at REAL NOT NULL)")
             self._db.execute("CREATE TABLE IF NOT EXISTS library (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            fresh = not self._db.execute("SELECT 1 FROM documents UNION ALL SELECT 1 FROM library LIMIT 1").fetchone()
+            if new and fresh:
+                self._db.executemany("INSERT INTO library VALUES (?, ?)", list(new.items()))
         self._own_commits = 0
         self._hidden: tuple[tuple[int, int], frozenset[str]] | None = None
 

@@ -62,12 +62,9 @@ from rag.index.recovery import INTERRUPTED, INTERRUPTED_REINDEX  # noqa: F401 - 
 from rag.index.registry import SEARCHABLE, Claim, Registry
 from rag.index.searchable import KeywordOnly, keyword_only
 from rag.index.vectors import VectorStore
-from rag.models.embedding_router import EMBEDDING_TEXT_VERSION, EmbedderRouter
+from rag.models.embedding_router import EMBEDDING_TEXT_FACT, EMBEDDING_TEXT_VERSION, EmbedderRouter
 
 logger = logging.getLogger(__name__)
-
-# the registry's record of the form of text the library's vectors were made from (``rag.ingest.embedding_upgrade``)
-EMBEDDING_TEXT_FACT = "embedding_text_version"
 
 LOCK_TIMEOUT_S = float(os.environ.get("CITEWISE_LOCK_TIMEOUT_S", "60"))  # how long a write waits for another
 
@@ -99,7 +96,7 @@ class DocumentStore:
         self.lock = folder_lock(self.root)
         self.lock_timeout_s = lock_timeout_s
         self.on_wait = on_wait or (lambda message: logger.info("%s", message))
-        self.registry = Registry(self.root / "registry.sqlite3")
+        self.registry = Registry(self.root / "registry.sqlite3", new={EMBEDDING_TEXT_FACT: str(EMBEDDING_TEXT_VERSION)})
         self.jobs = JobJournal(self.root / "registry.sqlite3")
         self.cache = EmbeddingCache(self.root / "embed_cache.sqlite3")
         self.ledger = EmbeddingLedger(self.root / "registry.sqlite3")  # vectors of keyword-searchable documents
@@ -107,8 +104,6 @@ class DocumentStore:
         self.vectors = VectorStore(self._connection, config.storage.collection, hidden=self.registry.hidden_ids)
         self.keywords = KeywordIndex(self.root / "bm25" / config.storage.collection,
                                      hidden=self.registry.hidden_ids, may_save=lambda: self.lock.held)
-        if self.registry.fact(EMBEDDING_TEXT_FACT) is None and not self.registry.fingerprint()[0]:
-            self.registry.set_fact(EMBEDDING_TEXT_FACT, str(EMBEDDING_TEXT_VERSION))  # a new library
         self._version = 0
         self._closed = False
         try:  # a store opened while another process writes does not wait: the next writer recovers

@@ -10,6 +10,7 @@ from rag.documents import Chunk
 from rag.index.embed_cache import EmbeddingCache
 from rag.index.searchable import vector_groups
 from rag.index.store import DocumentStore
+from rag.models.embedding_router import EMBEDDING_TEXT_VERSION  # noqa: F401 - evaluation stores name it
 from rag.text.script import to_simplified
 from rag.text.table_text import table_outline
 

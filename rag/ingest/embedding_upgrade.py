@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 
 from rag.index.searchable import EMBEDDING, missing_chunks
-from rag.index.store import EMBEDDING_TEXT_FACT, DocumentStore
+from rag.index.store import DocumentStore
 from rag.ingest.embedding import script_changes_embedding
-from rag.models.embedding_router import EMBEDDING_TEXT_VERSION
+from rag.models.embedding_router import EMBEDDING_TEXT_FACT, EMBEDDING_TEXT_VERSION
 
 logger = logging.getLogger(__name__)
 

@@ -33,8 +33,6 @@ MAX_PLOT_STROKES = 4  # curves or slanted lines inside the rules: a chart
 MIN_FIGURE_SHARE = 0.5  # of the words in a column of figures ("1 所" is half a figure)
 SPAN_GAP = 1.0  # points between two columns that no row bridges
 SPACE_GAP_HEIGHTS = 0.6  # a typewriter space is about half a line high; two columns stand a line height apart or more
-MIN_HEADER_RULED_ROWS = 4  # lines under a lone header rule: fewer could be a heading's rule over a short list
-ROW_PITCH_BREAK = 1.6  # a gap this many row pitches tall ends a table ruled under its header only
 
 
 def rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[Box],
@@ -77,95 +75,6 @@ def mid_rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: li
     return _tables_in(stacks, words, drawings, taken=taken, captions=captions)
 
 
-def header_rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken: list[Box]) -> list[tuple[Box, Grid]]:
-    """Tables ruled under their header line only (a manual's longtable of options: "Option | Short description |
-    Section" over a rule, then dozens of rows), outside the boxes in ``taken``; looked for last.
-
-    Without a rule over or under the body, where the table ends is read from its lines: they follow the rule at a
-    steady pitch, each run of words within one column, until a gap of ``ROW_PITCH_BREAK`` pitches, another rule,
-    or a line across a column edge (the text after the table). It counts with ``MIN_HEADER_RULED_ROWS`` lines or
-    more and a heading over each column and none across two, as the uncaptioned table of commands between three
-    rules does (``_headed``): a rule under a running head or a section title has one run of words over it, or
-    prose under it.
-    """
-    rules = [rule for rule in _rules(drawings) if rule[1] - rule[0] >= MIN_RULE_WIDTH]
-    if not rules:
-        return []
-    words = list(words)
-    tables: list[tuple[Box, Grid]] = []
-    for x0, x1, y in sorted(rules, key=lambda rule: rule[2]):
-        header_top = _header_top(words, x0, x1, y)
-        if header_top is None or _running_head(words, header_top, y):
-            continue
-        below = [rule for rule in rules if rule[2] > y + 2 and rule[0] < x1 and x0 < rule[1]]
-        groups = [rule_y for rule_x0, rule_x1, rule_y in below  # rules between groups of rows span the table too
-                  if abs(rule_x0 - x0) <= SAME_EDGE and abs(rule_x1 - x1) <= SAME_EDGE]
-        end = min((rule_y for _, _, rule_y in below if rule_y not in groups), default=float("inf"))
-        lines = _steady_lines(words, x0, x1, y, end, groups)
-        if len(lines) < MIN_HEADER_RULED_ROWS:
-            continue
-        columns = _columns([word for line in lines for word in line], x0, x1)
-        lines = lines[:next((i for i, line in enumerate(lines) if None in _homes(line, columns)), len(lines))]
-        if len(lines) < MIN_HEADER_RULED_ROWS:
-            continue
-        bbox = (x0, header_top, x1, max(word.box[3] for word in lines[-1]) + 1)
-        if any(_overlaps(bbox, box) for box in [*taken, *(table[0] for table in tables)]):
-            continue
-        inside = [word for word in words if centre_in(word.box, bbox)]
-        columns = _unheaded_marks_joined(columns, inside, y, lines)
-        if not _headed(inside, y, columns):
-            continue
-        grid = text_grid(words, bbox, header_bottom=y, need_figures=False, columns=columns)
-        if grid:
-            tables.append((bbox, grid))
-    return tables
-
-
-def _unheaded_marks_joined(columns: list[tuple[float, float]], inside: list[RawWord], header_bottom: float,
-                           lines: list[list[RawWord]]) -> list[tuple[float, float]]:
-    """The columns with each one that has no heading over it and holds words in fewer than half the lines (a "†"
-    after some option names) joined to the column on its left."""
-    header = [word for word in inside if word.box[3] <= header_bottom + 1]
-    joined = columns[:1]
-    for left, right in columns[1:]:
-        headed = any(left <= (word.box[0] + word.box[2]) / 2 < right for word in header)
-        filled = sum(1 for line in lines if any(left <= (word.box[0] + word.box[2]) / 2 < right for word in line))
-        if not headed and filled * 2 < len(lines):
-            joined[-1] = (joined[-1][0], right)
-        else:
-            joined.append((left, right))
-    return joined
-
-
-def _running_head(words: list[RawWord], header_top: float, rule_y: float) -> bool:
-    """Whether the line over a rule is a running head: the page's first line, with the page number as a word of its
-    own ("12  第二章 入门"). A table continued at the top of a page has its headings there, but no bare number."""
-    if any(word.box[3] <= header_top for word in words):
-        return False
-    return any(header_top <= word.box[1] and word.box[3] <= rule_y + RULE_TOUCH and word.text.isdigit()
-               for word in words)
-
-
-def _steady_lines(words: list[RawWord], x0: float, x1: float, top: float, bottom: float,
-                  group_rules: Sequence[float] = ()) -> list[list[RawWord]]:
-    """The text lines under ``top`` (and over ``bottom``) that lie within ``x0``..``x1`` and follow one another at a
-    steady pitch: the first line that reaches outside, or comes after a gap of ``ROW_PITCH_BREAK`` pitches (twice
-    that across one of the ``group_rules`` between groups of rows), ends them."""
-    lines = text_lines([word for word in words if top - 1 <= word.box[1] and word.box[3] <= bottom + 1])
-    steady: list[list[RawWord]] = []
-    for line in lines:
-        if min(word.box[0] for word in line) < x0 - 2 or max(word.box[2] for word in line) > x1 + 2:
-            break
-        if len(steady) >= 2:
-            centres = [word_middle(row[0]) for row in steady]
-            pitch = sorted(b - a for a, b in zip(centres, centres[1:]))[(len(centres) - 1) // 2]
-            ruled = any(centres[-1] < rule_y < word_middle(line[0]) for rule_y in group_rules)
-            if word_middle(line[0]) - centres[-1] > ROW_PITCH_BREAK * pitch * (2 if ruled else 1):
-                break
-        steady.append(line)
-    return steady
-
-
 def _tables_in(stacks: list[tuple[tuple[float, float, list[float]], bool]], words: list[RawWord],
                drawings: list[dict], *, taken: list[Box], captions: Sequence[Box]) -> list[tuple[Box, Grid]]:
     """(bbox, grid) of each stack of rules (with whether it needs a caption) that holds a table."""
@@ -191,10 +100,9 @@ def _tables_in(stacks: list[tuple[tuple[float, float, list[float]], bool]], word
 
 def text_grid(words: list[RawWord], bbox: Box, *, header_bottom: float, need_figures: bool,
               headed: bool = False, columns: list[tuple[float, float]] | None = None) -> Grid | None:
-    """The grid of a table without drawn columns: a row per text line (wrapped lines joined), columns at the gaps
-    its body (below ``header_bottom``) leaves, unless ``columns`` are given; None for fewer than two columns or
-    rows, or, with ``need_figures``, without a column of figures (or, where ``headed`` allows it, a heading over
-    each column and no line across two)."""
+    """The grid of a table without drawn columns: a row per text line (wrapped lines joined), columns at the gaps its
+    body (below ``header_bottom``) leaves unless given; None for fewer than two columns or rows, or, with
+    ``need_figures``, without a column of figures (or, where ``headed`` allows it, a heading over each column)."""
     inside = [word for word in words if centre_in(word.box, bbox)]
     body = [word for word in inside if word.box[1] >= header_bottom - 1]
     columns = columns or _columns(body, bbox[0], bbox[2])
@@ -252,9 +160,8 @@ def _rule_groups(drawings: list[dict], max_gap: float = MAX_RULE_GAP,
                  min_rules: int = 3) -> list[tuple[float, float, list[float]]]:
     """Stacks of ``min_rules`` or more horizontal rules sharing their ends, none more than ``max_gap`` below the
     one above: (x0, x1, the rules' y, top down)."""
-    rules = _rules(drawings)
     stacks: list[tuple[float, float, list[float]]] = []  # rules sharing their ends, in any order
-    for x0, x1, y in rules:
+    for x0, x1, y in _rules(drawings):
         stack = next((stack for stack in stacks
                       if abs(stack[0] - x0) <= SAME_EDGE and abs(stack[1] - x1) <= SAME_EDGE), None)
         if stack is None:

@@ -35,6 +35,7 @@ QUERY_CACHE_SIZE = 1024
 # script. A library records the form its vectors were made from (``rag.ingest.embedding_upgrade``) and
 # evaluation stores name it in their fingerprint, so vectors of an older form are never read as current.
 EMBEDDING_TEXT_VERSION = 2
+EMBEDDING_TEXT_FACT = "embedding_text_version"  # the registry's record of it (a library without one: version 1)
 # query vectors of two models are computed side by side; their libraries release the GIL while they compute
 _QUERY_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citewise-query-vector")
 PRIME_BATCH = 256
