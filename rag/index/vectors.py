@@ -163,27 +163,23 @@ class VectorStore:
                 reached("vectors.batch_added")
 
     def delete_document(self, doc_id: str) -> None:
-        self._conn.begin_write()
-        with self._conn.using() as (client, version):
-            self._follow(version)
-            for model_id in self._list_model_ids(client):
-                collection = self._existing(client, model_id)
-                if collection is not None:
-                    collection.delete(where={"doc_id": doc_id})
-                    reached("vectors.deleted")
-            self._forget_listing()
+        self._delete(where={"doc_id": doc_id})
 
     def delete_chunks(self, ids: Sequence[str]) -> None:
         """Remove the vectors of ``ids`` from every model's collection (ids a collection lacks are ignored)."""
-        if not ids:
-            return
+        if ids:
+            self._delete(ids=list(ids))
+
+    def _delete(self, **which: Any) -> None:
+        """Delete what ``which`` names (Chroma's ``where=`` or ``ids=``) from every model's collection."""
         self._conn.begin_write()
         with self._conn.using() as (client, version):
             self._follow(version)
             for model_id in self._list_model_ids(client):
                 collection = self._existing(client, model_id)
                 if collection is not None:
-                    collection.delete(ids=list(ids))
+                    collection.delete(**which)
+                    reached("vectors.deleted")
             self._forget_listing()
 
     def save_graphs_on_open(self) -> bool:
