@@ -16,25 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from rag.ingest.pdf_layout import RawWord
-from rag.ingest.rule_tables import (
-    MIN_RULE_WIDTH,
-    SAME_EDGE,
-    _columns,
-    _headed,
-    _header_top,
-    _homes,
-    _overlaps,
-    _rules,
-    text_grid,
-)
-from rag.ingest.table_grid import (
-    RULE_TOUCH,
-    Box,
-    Grid,
-    centre_in,
-    text_lines,
-    word_middle,
-)
+from rag.ingest.rule_tables import SAME_EDGE, _columns, _headed, _header_top, _homes, _overlaps, _rules, text_grid
+from rag.ingest.table_grid import RULE_TOUCH, Box, Grid, centre_in, text_lines, word_middle
 
 MIN_HEADER_RULED_ROWS = 4  # lines under a lone header rule: fewer could be a heading's rule over a short list
 ROW_PITCH_BREAK = 1.6  # a gap this many row pitches tall ends the table
@@ -48,12 +31,12 @@ def header_rule_tables(drawings: list[dict], words: Iterable[RawWord], *, taken:
         words: The page's words.
         taken: Tables already found on the page.
     """
-    rules = [rule for rule in _rules(drawings) if rule[1] - rule[0] >= MIN_RULE_WIDTH]
+    rules = sorted(set(_rules(drawings)), key=lambda rule: rule[2])  # a rule drawn twice is one rule
     if not rules:
         return []
     words = list(words)
     tables: list[tuple[Box, Grid]] = []
-    for x0, x1, y in sorted(rules, key=lambda rule: rule[2]):
+    for x0, x1, y in rules:
         header_top = _header_top(words, x0, x1, y)
         if header_top is None or _running_head(words, header_top, y):
             continue

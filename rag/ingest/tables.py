@@ -25,15 +25,7 @@ from rag.ingest.header_rule_tables import header_rule_tables
 from rag.ingest.pdf_layout import RawLine, RawWord
 from rag.ingest.rule_tables import has_ruling, mid_rule_tables, rule_tables
 from rag.ingest.table_caption import header_from_caption, line_text, take_caption
-from rag.ingest.table_grid import (
-    Box,
-    Cell,
-    Grid,
-    clean_rows,
-    continues_number,
-    place,
-    split_header,
-)
+from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
 from rag.ingest.table_stacks import unstack
 from rag.text.language import CJK_RE, count_tokens
 from rag.text.table_captions import is_caption_label
