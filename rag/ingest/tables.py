@@ -2,7 +2,8 @@
 
 ``find_tables`` takes the page's text lines (``RawLine`` blocks), asks ``page.find_tables()`` where
 the tables are (``rag.ingest.rule_tables`` for tables ruled only across, ``rag.ingest.caption_tables`` for
-aligned text beside a "Table N" caption), moves every word inside a table into its cell and its caption lines
+aligned text beside a "Table N" caption, ``rag.ingest.aligned_lists`` for lists of terms without rules), moves
+every word inside a table into its cell and its caption lines
 (``rag.ingest.table_caption``) into the table, and returns the page as a list of items: text blocks (without
 the table's words, so the running text never repeats a cell) and ``TableBlock``s, each before the first text
 block below it. Column headings printed above the ruled part ("2021  2022") become the header row;
@@ -20,6 +21,7 @@ from typing import Union
 
 import pymupdf
 
+from rag.ingest.aligned_lists import aligned_list_tables
 from rag.ingest.caption_tables import caption_tables
 from rag.ingest.header_rule_tables import header_rule_tables
 from rag.ingest.pdf_layout import RawLine, RawWord
@@ -100,6 +102,7 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
     drawn = ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width)
     drawn += mid_rule_tables(drawings, words, taken=found_boxes + [bbox for bbox, _ in drawn], captions=captions)
     drawn += header_rule_tables(drawings, words, taken=found_boxes + [bbox for bbox, _ in drawn])
+    drawn += aligned_list_tables(words, taken=found_boxes + [bbox for bbox, _ in drawn])
     for bbox, grid in drawn:
         items = _cut_out(items, bbox, grid, drawn_columns=False, others=[box for box, _ in drawn if box != bbox])
     return items

@@ -1,0 +1,144 @@
+"""Lists of terms set in two columns without any rule (a manual's commands and what they print, debug levels and
+what they show) are tables; numbered lists, bullets, margin notes and two columns of running text are not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+
+from rag.ingest.parse import parse_file
+
+COMMANDS = [("\\dbval", "the value of the current field"),
+            ("\\dbtoday", "today's date"),
+            ("\\dbDatabase", "name of the database"),
+            ("\\dbFilterName", "name of the current filter"),
+            ("\\dbIndex", "index of the item, same as dbuse")]
+ZH_PROSE = ("读者很少从第一页读到最后一页，他们只查找自己需要的那一个命令，然后回到自己的文字。"
+            "像这样的一页正文把每一行都排到右边，每一行都是文字，而不是一个名称和它的意思。") * 4
+PROSE = ("Readers of a manual rarely read it from the first page to the last; they look up the one command they need "
+         "and go back to their own text. A page of running text like this one fills every line to the right edge, and "
+         "its lines hold words, not a name and its meaning. ") * 3
+
+
+TEXTBOX_PITCH = 14.05  # points between the lines ``insert_textbox`` sets in 10 pt Times
+
+
+def _page_with(path: Path, draw) -> Path:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "The package defines some special commands:", fontname="tiro", fontsize=10)
+    draw(page)
+    page.insert_textbox(pymupdf.Rect(72, 600, 520, 760), "The commands above expand to different text in each "
+                        "context.", fontname="tiro", fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def _two_columns(rows: list[tuple[str, str]], *, term_x: float = 90, meaning_x: float = 200, top: float = 120,
+                 pitch: float = 18, right_aligned: bool = False):
+    def draw(page: pymupdf.Page) -> None:
+        for number, (term, meaning) in enumerate(rows):
+            y = top + number * pitch
+            x = term_x - pymupdf.get_text_length(term, fontname="tiro", fontsize=10) if right_aligned else term_x
+            page.insert_text((x, y), term, fontname="tiro", fontsize=10)
+            page.insert_text((meaning_x, y), meaning, fontname="tiro", fontsize=10)
+    return draw
+
+
+def _table_text(path: Path) -> tuple[list[str], str]:
+    page = parse_file(path).pages[0]
+    tables = [page.text[table.start:table.end] for table in page.tables]
+    running = page.text
+    for table in page.tables[::-1]:
+        running = running[:table.start] + running[table.end:]
+    return tables, running
+
+
+def test_a_list_of_commands_beside_their_meanings_is_one_table(tmp_path: Path) -> None:
+    tables, running = _table_text(_page_with(tmp_path / "commands.pdf", _two_columns(COMMANDS)))
+    assert len(tables) == 1
+    for term, meaning in COMMANDS:
+        assert f"| {term} | {meaning} |" in tables[0]
+        assert meaning not in running  # the running text does not repeat a cell
+    assert "special commands" in running + tables[0] and "expand to different text" in running
+
+
+def test_terms_set_flush_right_in_the_margin_are_a_table(tmp_path: Path) -> None:
+    styles = [("Simplified", "numbers in simplified Chinese"), ("Traditional", "numbers in traditional Chinese"),
+              ("Normal", "numbers in lower case"), ("Financial", "numbers in upper case"),
+              ("Ancient", "twenty written as one character")]
+    draw = _two_columns(styles, term_x=125, meaning_x=131, pitch=15, right_aligned=True)
+    tables, _ = _table_text(_page_with(tmp_path / "styles.pdf", draw))
+    assert len(tables) == 1 and "| Normal | numbers in lower case |" in tables[0]
+
+
+def test_codes_that_do_not_count_are_terms_but_numbered_items_are_not(tmp_path: Path) -> None:
+    levels = [("1", "stat calls (disk lookups)"), ("2", "hash table lookups"), ("4", "file open and close"),
+              ("8", "generic path information")]
+    tables, _ = _table_text(_page_with(tmp_path / "levels.pdf", _two_columns(levels, meaning_x=110)))
+    assert len(tables) == 1 and "| 4 | file open and close |" in tables[0]
+    for markers in (["1.", "2.", "3.", "4."], ["(a)", "(b)", "(c)", "(d)"], ["2.1", "2.2", "2.3", "2.4"]):
+        items = [(marker, meaning) for marker, (_, meaning) in zip(markers, levels)]
+        tables, running = _table_text(_page_with(tmp_path / "items.pdf", _two_columns(items, meaning_x=110)))
+        assert tables == [], markers
+        assert "hash table lookups" in running
+
+
+def test_bullets_three_rows_and_commented_code_stay_text(tmp_path: Path) -> None:
+    bullets = [("-", meaning) for _, meaning in COMMANDS]
+    short = COMMANDS[:3]
+    code = [(f"\\set{name}{{1}}", f"% sets the {name}") for name in ("width", "height", "depth", "scale")]
+    for rows in (bullets, short, code):
+        tables, running = _table_text(_page_with(tmp_path / "text.pdf", _two_columns(rows)))
+        assert tables == [], rows[0]
+        assert rows[1][1] in running
+
+
+def test_two_columns_of_running_text_are_no_table(tmp_path: Path) -> None:
+    for prose, font, phrase in ((PROSE, "tiro", "rarely read it"), (ZH_PROSE, "china-s", "很少从第一页")):
+        def draw(page: pymupdf.Page) -> None:
+            page.insert_textbox(pymupdf.Rect(72, 100, 290, 580), prose, fontname=font, fontsize=10, align=3)
+            page.insert_textbox(pymupdf.Rect(305, 100, 523, 580), prose, fontname=font, fontsize=10, align=3)
+        tables, running = _table_text(_page_with(tmp_path / "paper.pdf", draw))
+        assert tables == [], font
+        assert phrase in running.replace("\n", "")
+
+
+def test_margin_notes_beside_running_text_are_no_table(tmp_path: Path) -> None:
+    notes = ["\\makeactive", "\\makeinactive", "New: 2012-12-02", "Updated: 2022-07-10"]
+
+    def draw(page: pymupdf.Page) -> None:
+        page.insert_textbox(pymupdf.Rect(131, 110, 520, 400), PROSE, fontname="tiro", fontsize=10, align=3)
+        for number, note in enumerate(notes):  # flush right against the text, one beside each of its first lines
+            width = pymupdf.get_text_length(note, fontname="tiro", fontsize=10)
+            page.insert_text((125 - width, 110 + 9.4 + number * TEXTBOX_PITCH), note, fontname="tiro", fontsize=10)
+    tables, running = _table_text(_page_with(tmp_path / "notes.pdf", draw))
+    assert tables == []
+    assert "Updated: 2022-07-10" in running and "rarely read it" in running
+
+
+def test_a_list_beside_margin_notes_is_one_table_and_the_notes_stay_text(tmp_path: Path) -> None:
+    def draw(page: pymupdf.Page) -> None:
+        _two_columns(COMMANDS, term_x=150, meaning_x=250, pitch=19)(page)
+        for number, (term, _) in enumerate(COMMANDS):  # each command's name again in the margin, at its own pitch
+            page.insert_text((40, 116 + number * 13.7), term, fontname="tiro", fontsize=9)
+            page.insert_text((112, 116 + number * 13.7), "*", fontname="tiro", fontsize=9)
+    tables, running = _table_text(_page_with(tmp_path / "margin.pdf", draw))
+    assert len(tables) == 1
+    assert all(f"| {term} | {meaning} |" in tables[0] for term, meaning in COMMANDS)
+    assert running.count("*") == len(COMMANDS)
+
+
+def test_an_index_contents_chart_ticks_and_numbered_code_stay_text(tmp_path: Path) -> None:
+    index = [("polar, 20", "relpoint, 29"), ("pop, 70", "reltime, 28"), ("Portrait, 47", "remainder, 68"),
+             ("position, 13", "rename, 54"), ("postscript, 51", "restore, 51")]
+    contents = [("Arguments", ". . . 12"), ("Spaces", ". . . 12"), ("Comments", ". . . 13"),
+                ("Punctuation", ". . . 14")]
+    code = [(f"{number} \\tl_new:N", f"\\l__pkg_{name}_tl") for number, name in enumerate(("a", "b", "c", "d"), 33)]
+    ticks = [("46", "49"), ("45", "48"), ("44 EM", "47 F1"), ("43", "46"), ("42", "45")]  # two charts side by side
+    for rows in (index, contents, ticks, code):
+        tables, running = _table_text(_page_with(tmp_path / "text.pdf", _two_columns(rows, pitch=12)))
+        assert tables == [], rows[0]
+        assert rows[1][1] in running
