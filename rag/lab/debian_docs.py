@@ -1,4 +1,4 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 15th held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 16th held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
@@ -17,7 +17,9 @@ twelve more (texlive-latex-extra and publishers' manuals, forecast's JSS paper, 
 Chinese bibliography-style and thesis manuals), ``table_questions_holdout14.json`` on ten more (zoo's FAQ,
 caption, fancyref and booktabs manuals, the ASME template, Chinese chess, beamer and thesis templates),
 ``table_questions_holdout15.json`` on eleven more (LaTeX's font guide, texlive-latex-extra, publishers', pictures and
-science manuals, xeCJK, TeX Live's Chinese guide, hanzibox, zhnumber). They are not copied into the repository;
+science manuals, xeCJK, TeX Live's Chinese guide, hanzibox, zhnumber), ``table_questions_holdout16.json`` on eleven
+more (texlive-latex-extra manuals, nanicolle, an Asymptote tutorial in Chinese, hfutexam's answer sheet, codebox,
+termsim). They are not copied into the repository;
 this downloads the pinned packages with ``apt-get download`` (the Debian registry is reachable where PyPI is),
 unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``, each checked against its
 SHA-256 so that every run reads the bytes the questions were written on.
