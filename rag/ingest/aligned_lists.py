@@ -201,6 +201,8 @@ def _is_list(found: _List) -> bool:
     meanings = [" ".join(word.text for word in row[0] if word.box[0] >= found.meaning_x - SAME_X) for row in found.rows]
     if sum(1 for meaning in meanings if _COMMENT_RE.match(meaning)) * 2 >= rows:
         return False
+    if sum(len(row) for row in found.rows) > 2 * rows:
+        return False  # meanings of three lines and more on average: margin notes beside paragraphs
     ends = [end for row in found.tails for end, _ in row]
     lengths = sorted(len(text) for row in found.tails for _, text in row)
     if _share_same(ends) * 2 > len(ends) and lengths[len(lengths) // 2] >= MIN_RUNNING_CHARS:

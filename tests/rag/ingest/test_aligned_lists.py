@@ -142,3 +142,22 @@ def test_an_index_contents_chart_ticks_and_numbered_code_stay_text(tmp_path: Pat
         tables, running = _table_text(_page_with(tmp_path / "text.pdf", _two_columns(rows, pitch=12)))
         assert tables == [], rows[0]
         assert rows[1][1] in running
+
+
+def test_margin_notes_beside_paragraphs_of_ragged_lines_are_no_table(tmp_path: Path) -> None:
+    notes = ["\\context", "\\begin{context}", "\\end{context}", "\\textcontext", "\\setcontext"]
+    words = PROSE.split()
+
+    def draw(page: pymupdf.Page) -> None:
+        y = 120.0
+        for number, note in enumerate(notes):  # each note beside the first of four ragged lines of its paragraph
+            width = pymupdf.get_text_length(note, fontname="tiro", fontsize=10)
+            page.insert_text((125 - width, y), note, fontname="tiro", fontsize=10)
+            for line in range(4):
+                start = (number * 4 + line) * 7 % (len(words) - 12)
+                page.insert_text((131, y), " ".join(words[start:start + 6 + (number + line) % 5]), fontname="tiro",
+                                 fontsize=10)
+                y += TEXTBOX_PITCH
+    tables, running = _table_text(_page_with(tmp_path / "paragraphs.pdf", draw))
+    assert tables == []
+    assert "\\textcontext" in running
