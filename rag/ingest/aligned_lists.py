@@ -4,13 +4,13 @@ Manuals set their options, commands and codes this way; read as text, each term 
 own, and a question about one term finds neither its row nor its neighbours.
 
 A list is lines whose words break at one gap wider than a word space, every meaning starting at the same x and every
-term starting (or, set flush right, ending) at the same x, at a steady pitch; a line starting at the meaning's x alone
-is a meaning wrapped onto it. ``MIN_LIST_ROWS`` terms or more. What looks the same but is not a list of terms:
-numbered or lettered items, footnotes, line-numbered code and tables of contents count up ("1 2 3", "a b c", "2.1
-2.2"); bullets have no term; running text beside margin notes or in two columns fills its lines to one right edge;
-code with its comments aligned has the comment in the meaning's place; tables of contents, indexes and a chart's
-ticks hold page numbers or figures in both columns. Three columns or more are a table of figures
-or codes, left to the ways that need a rule or a caption. Looked for last, outside every table found.
+term starting (or, set flush right, ending; or centred) at the same x, at a steady pitch; a line starting at the
+meaning's x alone is a meaning wrapped onto it. ``MIN_LIST_ROWS`` terms or more. What looks the same but is not a
+list of terms: numbered or lettered items, footnotes, line-numbered code and tables of contents count up ("1 2 3",
+"a b c", "2.1 2.2"); bullets have no term; running text beside margin notes or in two columns fills its lines to one
+right edge; code with its comments aligned has the comment in the meaning's place; tables of contents, indexes and a
+chart's ticks hold page numbers or figures in both columns. Three columns or more are a table of figures or codes,
+left to the ways that need a rule or a caption. Looked for last, outside every table found.
 """
 
 from __future__ import annotations
@@ -170,13 +170,15 @@ def _add_row(found: _List, term: list[RawWord], meaning: list[RawWord], *, crowd
 
 
 def _aligned_stretches(run: _List) -> list[_List]:
-    """The run cut where its terms stop starting (or ending) at one x: a page's margin notes, set flush right beside
-    its running text, can run straight into a list of values set the same way."""
+    """The run cut where its terms stop starting, ending or being centred at one x: a page's margin notes, set flush
+    right beside its running text, can run straight into a list of values set the same way."""
     stretches: list[_List] = []
     first = 0
     for number in range(1, len(run.rows) + 1):
         rows = slice(first, number + 1)
-        if number == len(run.rows) or not (_all_same(run.term_x0[rows]) or _all_same(run.term_x1[rows])):
+        centres = [(left + right) / 2 for left, right in zip(run.term_x0[rows], run.term_x1[rows])]
+        if number == len(run.rows) or not (_all_same(run.term_x0[rows]) or _all_same(run.term_x1[rows])
+                                           or _all_same(centres)):
             stretches.append(_List(term_x0=run.term_x0[first:number], term_x1=run.term_x1[first:number],
                                    meaning_x=run.meaning_x, rows=run.rows[first:number], terms=run.terms[first:number],
                                    crowded=run.crowded[first:number], tails=run.tails[first:number], right=run.right))
