@@ -35,7 +35,7 @@ _PAGE_NUMBER_RE = re.compile(r"^[\s.·…]*(?:\d+(?:[–-]\d+)?|[ivxlc]+|[IVXLC]
 _FIGURE_RE = re.compile(r"^[-+−]?\d[\d.,]*%?(?:\s|$)")
 _INDEX_ENTRY_RE = re.compile(r"\D[,\s]\s*\d+(?:[–-]\d+)?$")  # "polar, 20", "principal, 6–8", "\\stockwidth 16"
 _COMMENT_RE = re.compile(r"^(?:%|#|//|--|;)")
-_WORDY_RE = re.compile(r"[0-9A-Za-z\u3400-\u9fff]")  # a term names something; "•" and "–" only mark an item
+_WORDY_RE = re.compile(r"[0-9A-Za-z\u3400-\u9fff]")  # a term or meaning names something; "•" and "⋆" do not
 
 
 @dataclass

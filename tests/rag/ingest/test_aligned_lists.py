@@ -138,7 +138,11 @@ def test_an_index_contents_chart_ticks_and_numbered_code_stay_text(tmp_path: Pat
                 ("Punctuation", ". . . 14")]
     code = [(f"{number} \\tl_new:N", f"\\l__pkg_{name}_tl") for number, name in enumerate(("a", "b", "c", "d"), 33)]
     ticks = [("46", "49"), ("45", "48"), ("44 EM", "47 F1"), ("43", "46"), ("42", "45")]  # two charts side by side
-    for rows in (index, contents, ticks, code):
+    # names in the margin beside numbered code
+    named_code = [(f"\\{name}m", f"{number} \\newcommand*{{\\{name}m}}{{\\@intensive\\{symbol}@symbol}}")
+                  for number, (name, symbol) in enumerate((("E", "totalenergy"), ("U", "internalenergy"),
+                                                           ("F", "Helmholtz"), ("G", "Gibbs")), 849)]
+    for rows in (index, contents, ticks, code, named_code):
         tables, running = _table_text(_page_with(tmp_path / "text.pdf", _two_columns(rows, pitch=12)))
         assert tables == [], rows[0]
         assert rows[1][1] in running
@@ -161,3 +165,19 @@ def test_margin_notes_beside_paragraphs_of_ragged_lines_are_no_table(tmp_path: P
     tables, running = _table_text(_page_with(tmp_path / "paragraphs.pdf", draw))
     assert tables == []
     assert "\\textcontext" in running
+
+
+def test_terms_centred_in_their_column_are_one_table(tmp_path: Path) -> None:
+    exhibits = [("3.1", "Amended and Restated Certificate of Incorporation"),
+                ("10.2+", "Amendment to the Master Agreement"),
+                ("31.1", "Certification of the Principal Executive Officer"), ("101.SCH", "XBRL Taxonomy Schema"),
+                ("104", "Cover Page Interactive Data File")]
+
+    def draw(page: pymupdf.Page) -> None:
+        for number, (term, meaning) in enumerate(exhibits):
+            width = pymupdf.get_text_length(term, fontname="tiro", fontsize=10)
+            page.insert_text((60 - width / 2, 120 + number * 12), term, fontname="tiro", fontsize=10)
+            page.insert_text((100, 120 + number * 12), meaning, fontname="tiro", fontsize=10)
+    tables, _ = _table_text(_page_with(tmp_path / "exhibits.pdf", draw))
+    assert len(tables) == 1
+    assert all(f"| {term} | {meaning} |" in tables[0] for term, meaning in exhibits)
