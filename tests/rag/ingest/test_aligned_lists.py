@@ -181,3 +181,15 @@ def test_terms_centred_in_their_column_are_one_table(tmp_path: Path) -> None:
     tables, _ = _table_text(_page_with(tmp_path / "exhibits.pdf", draw))
     assert len(tables) == 1
     assert all(f"| {term} | {meaning} |" in tables[0] for term, meaning in exhibits)
+
+
+def test_a_gap_of_several_lines_ends_a_list(tmp_path: Path) -> None:
+    lone = ("\\dbsave", "saves one item")  # one aligned pair, three line heights above the list
+
+    def draw(page: pymupdf.Page) -> None:
+        _two_columns([lone], top=100)(page)
+        _two_columns(COMMANDS[:4], top=140)(page)
+        _two_columns(COMMANDS[1:], top=300)(page)  # a second list of the same columns, well below the first
+    tables, running = _table_text(_page_with(tmp_path / "two-lists.pdf", draw))
+    assert len(tables) == 2
+    assert "saves one item" in running and "saves one item" not in "".join(tables)
