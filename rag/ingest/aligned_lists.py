@@ -39,17 +39,34 @@ _WORDY_RE = re.compile(r"[0-9A-Za-z\u3400-\u9fff]")  # a term or meaning names s
 
 
 @dataclass
+class _Row:
+    term: str
+    term_x0: float
+    term_x1: float
+    lines: list[list[RawWord]]  # the term's line (term and meaning) first, then the lines its meaning wraps onto
+    tails: list[tuple[float, str]]  # of each of its lines: where it ends and its text from the meaning on (``_tail``)
+    crowded: bool  # whether the term's line has a third column (``_crowded``)
+
+    @property
+    def term_centre(self) -> float:
+        return (self.term_x0 + self.term_x1) / 2
+
+
+@dataclass
 class _List:
-    term_x0: list[float] = field(default_factory=list)
-    term_x1: list[float] = field(default_factory=list)
-    meaning_x: float = 0.0
-    rows: list[list[list[RawWord]]] = field(default_factory=list)  # each row: its lines, the term's line first
-    terms: list[str] = field(default_factory=list)
+    meaning_x: float
+    height: float  # of its first line
+    right: float  # where its lines end: a meaning set in columns of its own goes on past its first piece
+    rows: list[_Row] = field(default_factory=list)
     middles: list[float] = field(default_factory=list)  # of the run's lines, top down
-    height: float = 0.0  # of its first line
-    tails: list[list[tuple[float, str]]] = field(default_factory=list)  # each row's lines: (end, text), ``_tail``
-    crowded: list[bool] = field(default_factory=list)  # whether each row has a third column (``_crowded``)
-    right: float = 0.0  # where its lines end: a meaning set in columns of its own goes on past its first piece
+
+    @property
+    def terms(self) -> list[str]:
+        return [row.term for row in self.rows]
+
+    @property
+    def term_left(self) -> float:
+        return min(row.term_x0 for row in self.rows)
 
 
 def aligned_list_tables(words: Iterable[RawWord], *, taken: list[Box]) -> list[tuple[Box, Grid]]:
@@ -91,16 +108,16 @@ def _runs(lines: list[list[RawWord]]) -> list[_List]:
             if not _steady(found, middle):
                 continue
             meaning = pieces[index]
-            found.right = max(found.right, pieces[-1][-1].box[2])
             term = pieces[index - 1] if index else None
-            if term is None or term[-1].box[2] < min(found.term_x0):  # nothing in the term's column
-                found.rows[-1].append(meaning)  # the meaning wrapped onto this line
-                found.tails[-1].append(_tail(pieces, index))
+            if term is None or term[-1].box[2] < found.term_left:  # nothing in the term's column
+                found.rows[-1].lines.append(meaning)  # the meaning wrapped onto this line
+                found.rows[-1].tails.append(_tail(pieces, index))
             elif index - 1 not in used:
-                _add_row(found, term, meaning, crowded=_crowded(pieces, term, meaning), tail=_tail(pieces, index))
+                found.rows.append(_row(pieces, index))
                 used.add(index - 1)
             else:
                 continue
+            found.right = max(found.right, pieces[-1][-1].box[2])
             used.add(index)
             found.middles.append(middle)
             still_open.append(found)
@@ -108,9 +125,7 @@ def _runs(lines: list[list[RawWord]]) -> list[_List]:
             if index - 1 not in used and index not in used:
                 meaning = pieces[index]
                 found = _List(meaning_x=meaning[0].box[0], height=meaning[0].box[3] - meaning[0].box[1],
-                              right=pieces[-1][-1].box[2])
-                _add_row(found, pieces[index - 1], meaning, crowded=_crowded(pieces, pieces[index - 1], meaning),
-                         tail=_tail(pieces, index))
+                              right=pieces[-1][-1].box[2], rows=[_row(pieces, index)])
                 used.update((index - 1, index))
                 found.middles.append(word_middle(meaning[0]))
                 runs.append(found)
@@ -121,7 +136,7 @@ def _runs(lines: list[list[RawWord]]) -> list[_List]:
 
 def _across(piece: list[RawWord], found: _List) -> bool:
     """Whether a piece of a line lies across the run's width (from its terms to its meanings' right end)."""
-    return piece[0].box[0] < found.right and piece[-1].box[2] > min(found.term_x0) - SAME_X
+    return piece[0].box[0] < found.right and piece[-1].box[2] > found.term_left - SAME_X
 
 
 def _pieces(line: list[RawWord]) -> list[list[RawWord]]:
@@ -159,14 +174,11 @@ def _tail(pieces: list[list[RawWord]], index: int) -> tuple[float, str]:
     return pieces[-1][-1].box[2], " ".join(word.text for piece in pieces[index:] for word in piece)
 
 
-def _add_row(found: _List, term: list[RawWord], meaning: list[RawWord], *, crowded: bool,
-             tail: tuple[float, str]) -> None:
-    found.crowded.append(crowded)
-    found.tails.append([tail])
-    found.term_x0.append(term[0].box[0])
-    found.term_x1.append(term[-1].box[2])
-    found.terms.append(" ".join(word.text for word in term))
-    found.rows.append([term + meaning])
+def _row(pieces: list[list[RawWord]], index: int) -> _Row:
+    """The row whose term is the piece before ``index`` and whose meaning is the piece at it."""
+    term, meaning = pieces[index - 1], pieces[index]
+    return _Row(term=" ".join(word.text for word in term), term_x0=term[0].box[0], term_x1=term[-1].box[2],
+                lines=[term + meaning], tails=[_tail(pieces, index)], crowded=_crowded(pieces, term, meaning))
 
 
 def _aligned_stretches(run: _List) -> list[_List]:
@@ -175,13 +187,12 @@ def _aligned_stretches(run: _List) -> list[_List]:
     stretches: list[_List] = []
     first = 0
     for number in range(1, len(run.rows) + 1):
-        rows = slice(first, number + 1)
-        centres = [(left + right) / 2 for left, right in zip(run.term_x0[rows], run.term_x1[rows])]
-        if number == len(run.rows) or not (_all_same(run.term_x0[rows]) or _all_same(run.term_x1[rows])
-                                           or _all_same(centres)):
-            stretches.append(_List(term_x0=run.term_x0[first:number], term_x1=run.term_x1[first:number],
-                                   meaning_x=run.meaning_x, rows=run.rows[first:number], terms=run.terms[first:number],
-                                   crowded=run.crowded[first:number], tails=run.tails[first:number], right=run.right))
+        rows = run.rows[first:number + 1]
+        if number == len(run.rows) or not (_all_same([row.term_x0 for row in rows])
+                                           or _all_same([row.term_x1 for row in rows])
+                                           or _all_same([row.term_centre for row in rows])):
+            stretches.append(_List(meaning_x=run.meaning_x, height=run.height, right=run.right,
+                                   rows=run.rows[first:number]))
             first = number
     return stretches
 
@@ -196,17 +207,19 @@ def _is_list(found: _List) -> bool:
     rows = len(found.rows)
     if rows < MIN_LIST_ROWS or len(set(found.terms)) < rows / 2:
         return False
-    if sum(found.crowded) * 2 > rows:
+    if sum(row.crowded for row in found.rows) * 2 > rows:
         return False  # three columns or more: a table of figures, which needs its caption (``caption_tables``)
     if any(len(term) > MAX_TERM_CHARS or not _WORDY_RE.search(term) for term in found.terms):
         return False
-    meanings = [" ".join(word.text for word in row[0] if word.box[0] >= found.meaning_x - SAME_X) for row in found.rows]
+    meanings = [" ".join(word.text for word in row.lines[0] if word.box[0] >= found.meaning_x - SAME_X)
+                for row in found.rows]
     if sum(1 for meaning in meanings if _COMMENT_RE.match(meaning)) * 2 >= rows:
         return False
-    if sum(len(row) for row in found.rows) > 2 * rows:
+    if sum(len(row.lines) for row in found.rows) > 2 * rows:
         return False  # meanings of three lines and more on average: margin notes beside paragraphs
-    ends = [end for row in found.tails for end, _ in row]
-    lengths = sorted(len(text) for row in found.tails for _, text in row)
+    tails = [tail for row in found.rows for tail in row.tails]
+    ends = [end for end, _ in tails]
+    lengths = sorted(len(text) for _, text in tails)
     if _share_same(ends) * 2 > len(ends) and lengths[len(lengths) // 2] >= MIN_RUNNING_CHARS:
         return False  # lines filled to one right edge: running text beside margin notes
     if all(_PAGE_NUMBER_RE.match(meaning) for meaning in meanings):
@@ -217,7 +230,7 @@ def _is_list(found: _List) -> bool:
         return False  # the ticks of a chart's two axes
     if sum(1 for text in found.terms + meanings if _INDEX_ENTRY_RE.search(text)) > INDEX_SHARE * 2 * rows:
         return False  # an index set in columns: "polar, 20    relpoint, 29", "\\intextsep 25    F"
-    if _numbered(found.terms) or _numbered([text for row in found.tails for _, text in row]):
+    if _numbered(found.terms) or _numbered([text for _, text in tails]):
         return False  # numbered lines of code, beside margin notes or with names set in the margin
     if len(set(meanings)) < rows / 2 or not all(_WORDY_RE.search(meaning) for meaning in meanings):
         return False  # "⋆" beside each margin note names nothing
@@ -256,9 +269,9 @@ def _ordinal(marker: str) -> int | None:
 
 def _grid(found: _List) -> tuple[Box, Grid]:
     """The list's bbox and a two-column grid, a row per term from its line's top to the next term's."""
-    tops = [min(word.box[1] for word in row[0]) for row in found.rows]
-    bottom = max(word.box[3] for row in found.rows for line in row for word in line)
-    x0 = min(found.term_x0) - 1
+    tops = [min(word.box[1] for word in row.lines[0]) for row in found.rows]
+    bottom = max(word.box[3] for row in found.rows for line in row.lines for word in line)
+    x0 = found.term_left - 1
     x1 = found.right + 1
     cut = found.meaning_x - SAME_X
     grid: Grid = []
