@@ -59,6 +59,12 @@ class RetrievalConfig(Section):
                                                      "first five passages names, within two pages of it, rises "
                                                      "to this share of that passage's fused score (0 turns it "
                                                      "off).")
+    # a priori "half": below a passage about the same words, above a weaker one; measured on the development table
+    # sets (docs/documents.md "Tables of contents"), not tuned
+    contents_share: float = Field(0.5, ge=0.0, le=1.0,
+                                  description="A passage that reads as a table of contents (entries led to page "
+                                              "numbers by dot leaders) keeps this share of its fused score, unless "
+                                              "the question asks about contents or pages (1 turns it off).")
     short_query_tokens: int = Field(2, ge=0, le=20,
                                     description="Queries of at most this many tokens search by keywords only "
                                                 "(0 never).")

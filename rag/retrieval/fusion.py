@@ -17,6 +17,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag.config import RetrievalConfig
 from rag.index.keywords import KEYWORD_FIELDS
 from rag.retrieval.adaptive import COVERAGE_BELOW, DENSE_SHIFT, Idf, adapt_weights, lexical_coverage
+from rag.retrieval.contents_listings import demote_contents
 from rag.retrieval.fusion_scores import (
     Normalizer,
     check_weights,
@@ -87,6 +88,7 @@ class FusionRetriever(BaseRetriever):
         idf: token -> IDF for the coverage (``KeywordIndex.idf``). Defaults to equal weights.
         table_row_boost: See ``rag.retrieval.table_rows``. Defaults to 0 (off).
         table_reference_share: See ``rag.retrieval.table_references``. Defaults to 0 (off).
+        contents_share: See ``rag.retrieval.contents_listings``. Defaults to 1 (off).
     """
 
     def __init__(self, retrievers: Mapping[str, BaseRetriever], *, mode: Literal["rrf", "weighted"] = "rrf",
@@ -96,7 +98,7 @@ class FusionRetriever(BaseRetriever):
                  keyword_source: str | None = "bm25", short_query_tokens: int = 2,
                  coverage_below: float = 0.0, dense_shift: float = DENSE_SHIFT, idf: Idf | None = None,
                  dense_sources: Sequence[str] = ("vector",), no_relevance: Sequence[str] = (),
-                 table_row_boost: float = 0.0, table_reference_share: float = 0.0,
+                 table_row_boost: float = 0.0, table_reference_share: float = 0.0, contents_share: float = 1.0,
                  callback_manager: CallbackManager | None = None,
                  verbose: bool = False) -> None:
         if not retrievers:
@@ -127,6 +129,7 @@ class FusionRetriever(BaseRetriever):
         self.no_relevance = frozenset(no_relevance)
         self.table_row_boost = table_row_boost
         self.table_reference_share = table_reference_share
+        self.contents_share = contents_share
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -150,6 +153,7 @@ class FusionRetriever(BaseRetriever):
         kwargs.setdefault("idf", getattr(keywords, "idf", None))
         kwargs.setdefault("table_row_boost", config.table_row_boost)
         kwargs.setdefault("table_reference_share", config.table_reference_share)
+        kwargs.setdefault("contents_share", config.contents_share)
         kwargs.setdefault("dense_sources", dense)
         kwargs.setdefault("no_relevance", (second_vector_source,))
         return cls(retrievers, mode=config.fusion, rrf_k=config.rrf_k, top_k=config.candidate_k,
@@ -237,6 +241,7 @@ class FusionRetriever(BaseRetriever):
             fused = reciprocal_rank_fusion(lists, k=self.rrf_k, weights=weights)
         else:
             fused = weighted_score_fusion(lists, weights=weights, normalization=self.normalization)
+        fused = demote_contents(fused, query, self.contents_share, stage)
         # parts first: a row the question names word for word, or a passage naming the table, outweighs them
         fused = order_table_parts(fused, query, stage)
         fused = boost_named_rows(fused, query, self.table_row_boost, stage)
