@@ -1,9 +1,9 @@
 """Words and lines of one PDF page, grouped into paragraphs, and how to join them into text.
 
-PyMuPDF gives words with boxes plus block/line numbers; this module adds each line's font size
-(for heading detection), rejoins paragraphs that MuPDF cut into one block per line, and decides the
-separator between two lines: ``"\\n"`` normally, nothing for a hyphenated English word or a wrapped
-Chinese line.
+PyMuPDF gives words with boxes plus block/line numbers; this module cuts footnote marks off the words they touch
+(``rag.ingest.footnote_marks``), adds each line's font size (for heading detection), rejoins paragraphs that MuPDF
+cut into one block per line, and decides the separator between two lines: ``"\\n"`` normally, nothing for a
+hyphenated English word or a wrapped Chinese line.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from itertools import groupby
 
 import pymupdf
 
+from rag.ingest.footnote_marks import split_footnote_marks
 from rag.text.language import CJK_IDEOGRAPHS
 
 # Words with boxes, whitespace kept out of words, ligatures expanded ("ﬁ" -> "fi") so search works.
@@ -72,6 +73,7 @@ def read_layout(textpage: pymupdf.TextPage) -> list[list[RawLine]]:
             cleaned = [word for word in cleaned if word.text]
             if cleaned:
                 size, bold = _font_of(dict_blocks, block_no, line_no)
+                cleaned = split_footnote_marks(cleaned, _spans_of(dict_blocks, block_no, line_no), size)
                 lines.append(RawLine(words=cleaned, size=size, bold=bold))
         if lines:
             blocks.append(lines)
@@ -111,13 +113,16 @@ def clean_text(text: str) -> str:
     return _CONTROL_RE.sub("", text).translate(_RADICALS)
 
 
+def _spans_of(dict_blocks: list[dict], block_no: int, line_no: int) -> list[dict]:
+    try:
+        return dict_blocks[block_no]["lines"][line_no]["spans"]
+    except (IndexError, KeyError):
+        return []
+
+
 def _font_of(dict_blocks: list[dict], block_no: int, line_no: int) -> tuple[float, bool]:
     """Dominant (most characters) font size of a line, and whether that span is bold."""
-    try:
-        spans = dict_blocks[block_no]["lines"][line_no]["spans"]
-    except (IndexError, KeyError):
-        return 0.0, False
-    spans = [span for span in spans if span["text"].strip()]
+    spans = [span for span in _spans_of(dict_blocks, block_no, line_no) if span["text"].strip()]
     if not spans:
         return 0.0, False
     main = max(spans, key=lambda span: len(span["text"].strip()))
