@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import pymupdf
 
 from rag.text.language import CJK_IDEOGRAPHS
 
-if TYPE_CHECKING:
-    from rag.ingest.pdf_layout import RawWord
+
+class _Word(Protocol):  # ``rag.ingest.pdf_layout.RawWord``, which imports this module
+    text: str
+    box: tuple[float, float, float, float]
+
+
+Word = TypeVar("Word", bound=_Word)
 
 SMALLER = 0.85  # a mark's type is at most this share of its line's
 MIN_LETTERS_BEFORE = 4  # "\\micro", "Windows": a word; "m", "cm", "mol": a unit whose superscript is an exponent
@@ -31,7 +36,7 @@ _TRAILING_LETTERS_RE = re.compile(r"[A-Za-z]+$")
 _CJK_RE = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
 
-def split_footnote_marks(words: list[RawWord], spans: list[dict], line_size: float) -> list[RawWord]:
+def split_footnote_marks(words: list[Word], spans: list[dict], line_size: float) -> list[Word]:
     """The line's words with each footnote mark glued to one cut off as a word of its own.
 
     Args:
@@ -47,7 +52,7 @@ def split_footnote_marks(words: list[RawWord], spans: list[dict], line_size: flo
     return [piece for word in words for piece in _split(word, marks)]
 
 
-def _split(word: RawWord, marks: list[tuple[float, float, str]]) -> list[RawWord]:
+def _split(word: Word, marks: list[tuple[float, float, str]]) -> list[Word]:
     x0, y0, x1, y1 = word.box
     text = word.text
     for mark_x0, mark_x1, mark in marks:
