@@ -44,6 +44,10 @@ def test_contents_entries_with_dot_leaders_read_as_contents() -> None:
     assert reads_as_contents(LIST_OF_TABLES)
     assert reads_as_contents(ZH_CONTENTS)
     assert reads_as_contents("Introduction ........ 1\nMethods ........ 4\nResults ........ 9")
+    # LaTeX sets a chapter's number, title and page on lines of their own, with leaders for its sections only
+    latex = ("Contents\n1\nIntroduction\n2\n2\nInstalling\n3\n2.1\nRequirements . . . . . . .\n3\n2.2\n"
+             "Options . . . . . . .\n4\n2.3\nMappings . . . . . . .\n5\n3\nUsage\n6\nA.\nReferences\n9")
+    assert reads_as_contents(latex)
 
 
 def test_prose_tables_and_a_form_with_a_blank_or_two_do_not() -> None:
