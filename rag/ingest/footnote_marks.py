@@ -44,9 +44,10 @@ def split_footnote_marks(words: list[Word], spans: list[dict], line_size: float)
         spans: The line's spans as ``extractDICT`` gives them (text, bbox, size, flags).
         line_size: The line's dominant font size.
     """
-    marks = [(span["bbox"][0], span["bbox"][2], span["text"].strip()) for span in spans
+    # a span can hold several marks ("d e" after "neper"): the first is the one against the word
+    marks = [(span["bbox"][0], span["bbox"][2], span["text"].split()[0]) for span in spans
              if span["flags"] & pymupdf.TEXT_FONT_SUPERSCRIPT and span["size"] <= SMALLER * line_size
-             and _MARK_RE.match(span["text"].strip())]
+             and span["text"].strip() and _MARK_RE.match(span["text"].split()[0])]
     if not marks:
         return words
     return [piece for word in words for piece in _split(word, marks)]
@@ -58,10 +59,10 @@ def _split(word: Word, marks: list[tuple[float, float, str]]) -> list[Word]:
     for mark_x0, mark_x1, mark in marks:
         if len(text) <= len(mark):
             continue
-        if abs(mark_x1 - x1) <= SAME_EDGE and mark_x0 > x0 + SAME_EDGE and text.endswith(mark):
+        if x0 + SAME_EDGE < mark_x0 < x1 <= mark_x1 + SAME_EDGE and text.endswith(mark):
             base = text[:-len(mark)]
-            if _ends_a_word(base):
-                return [replace(word, text=base, box=(x0, y0, mark_x0, y1)),
+            if _ends_a_word(base):  # the base may end in another mark ("neperde": neper, notes d and e)
+                return [*_split(replace(word, text=base, box=(x0, y0, mark_x0, y1)), marks),
                         replace(word, text=mark, box=(mark_x0, y0, x1, y1), join=" ")]
     return [word]
 

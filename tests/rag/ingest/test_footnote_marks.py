@@ -27,10 +27,19 @@ def _page(path: Path, pieces: list[tuple[str, str, str]]) -> Path:
 
 def test_marks_after_words_are_cut_off_and_keep_their_part_of_the_box(tmp_path: Path) -> None:
     pdf = _page(tmp_path / "notes.pdf", [("Windows", "3", "tiro"), ("\\micro", "a", "tiro"),
-                                         ("see the manual.", "1", "tiro"), ("微软雅黑", "6", "china-s")])
-    page = parse_file(pdf).pages[0]
+                                         ("see the manual.", "1", "tiro"), ("微软雅黑", "6", "china-s"),
+                                         ("radian", "b c", "tiro"), ("neper", "d", "tiro")])
+    doc = pymupdf.open(pdf)  # a second note right after the first: "neper" with notes d and e
+    page = doc[0]
+    page.insert_text((72 + pymupdf.get_text_length("neper", fontname="tiro", fontsize=10)
+                      + pymupdf.get_text_length("d", fontname="tiro", fontsize=10 * MARK_SHARE), 250 - 3.5), "e",
+                     fontname="helv", fontsize=10 * MARK_SHARE)  # another font: a span of its own, as in SIunits
+    doc.save(tmp_path / "notes2.pdf")
+    doc.close()
+    page = parse_file(tmp_path / "notes2.pdf").pages[0]
 
-    assert page.text.split("\n\n") == ["Windows 3", "\\micro a", "see the manual. 1", "微软雅黑 6"]
+    assert page.text.split("\n\n") == ["Windows 3", "\\micro a", "see the manual. 1", "微软雅黑 6",
+                                           "radian b c", "neper d e"]  # two notes in one span; in two
     words = {word.text: word for word in page.words}
     assert page.text[words["Windows"].start:words["Windows"].end] == "Windows"
     width = pymupdf.get_text_length("Windows", fontname="tiro", fontsize=10)
