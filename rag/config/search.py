@@ -60,7 +60,7 @@ class RetrievalConfig(Section):
                                                      "to this share of that passage's fused score (0 turns it "
                                                      "off).")
     # a priori "half": below a passage about the same words, above a weaker one; measured on the development table
-    # sets (docs/documents.md "Tables of contents"), not tuned
+    # sets (docs/documents.md `contents20`), not tuned
     contents_share: float = Field(0.5, ge=0.0, le=1.0,
                                   description="A passage that reads as a table of contents (entries led to page "
                                               "numbers by dot leaders) keeps this share of its fused score, unless "

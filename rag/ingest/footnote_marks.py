@@ -24,6 +24,7 @@ from rag.text.language import CJK_IDEOGRAPHS
 class _Word(Protocol):  # ``rag.ingest.pdf_layout.RawWord``, which imports this module
     text: str
     box: tuple[float, float, float, float]
+    join: str
 
 
 Word = TypeVar("Word", bound=_Word)

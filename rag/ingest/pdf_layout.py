@@ -72,8 +72,9 @@ def read_layout(textpage: pymupdf.TextPage) -> list[list[RawLine]]:
                        for w in line_words]
             cleaned = [word for word in cleaned if word.text]
             if cleaned:
-                size, bold = _font_of(dict_blocks, block_no, line_no)
-                cleaned = split_footnote_marks(cleaned, _spans_of(dict_blocks, block_no, line_no), size)
+                spans = _spans_of(dict_blocks, block_no, line_no)
+                size, bold = _font_of(spans)
+                cleaned = split_footnote_marks(cleaned, spans, size)
                 lines.append(RawLine(words=cleaned, size=size, bold=bold))
         if lines:
             blocks.append(lines)
@@ -120,9 +121,9 @@ def _spans_of(dict_blocks: list[dict], block_no: int, line_no: int) -> list[dict
         return []
 
 
-def _font_of(dict_blocks: list[dict], block_no: int, line_no: int) -> tuple[float, bool]:
-    """Dominant (most characters) font size of a line, and whether that span is bold."""
-    spans = [span for span in _spans_of(dict_blocks, block_no, line_no) if span["text"].strip()]
+def _font_of(spans: list[dict]) -> tuple[float, bool]:
+    """Dominant (most characters) font size of a line's spans, and whether that span is bold."""
+    spans = [span for span in spans if span["text"].strip()]
     if not spans:
         return 0.0, False
     main = max(spans, key=lambda span: len(span["text"].strip()))
