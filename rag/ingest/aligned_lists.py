@@ -46,6 +46,7 @@ class _Row:
     lines: list[list[RawWord]]  # the term's line (term and meaning) first, then the lines its meaning wraps onto
     tails: list[tuple[float, str]]  # of each of its lines: where it ends and its text from the meaning on (``_tail``)
     crowded: bool  # whether the term's line has a third column (``_crowded``)
+    before: str  # what stands before the term on its line: a group's name, a line number of code, a margin note
 
     @property
     def term_centre(self) -> float:
@@ -90,16 +91,19 @@ def _runs(lines: list[list[RawWord]]) -> list[_List]:
     """Runs of lines holding a term and a meaning at the same meaning x, with the lines each meaning wraps onto. A page
     can set a margin note beside a list, their lines interleaved, so each run looks for its own column in every line
     and passes over lines with nothing across its width; a line with something else there, or one after a gap of
-    ``ROW_PITCH_BREAK`` of the run's pitches, ends the run."""
+    ``ROW_PITCH_BREAK`` of the run's pitches, ends the run. A piece is one run's term and one run's meaning at most, and
+    may be both: in a list with a column of group names on its left ("Simulation  sim.map  Generate a genetic map"),
+    the names' run would take the terms as meanings and a term standing alone as a meaning wrapped onto its line."""
     runs: list[_List] = []
     open_runs: list[_List] = []
     for line in lines:
         pieces = _pieces(line)
-        used: set[int] = set()
+        terms: set[int] = set()
+        meanings: set[int] = set()
         still_open = []
         for found in open_runs:
             index = next((i for i, piece in enumerate(pieces)
-                          if abs(piece[0].box[0] - found.meaning_x) <= SAME_X and i not in used), None)
+                          if abs(piece[0].box[0] - found.meaning_x) <= SAME_X and i not in meanings), None)
             if index is None:
                 if not any(_across(piece, found) for piece in pieces):
                     still_open.append(found)  # another column's line: the run goes on below it
@@ -112,21 +116,22 @@ def _runs(lines: list[list[RawWord]]) -> list[_List]:
             if term is None or term[-1].box[2] < found.term_left:  # nothing in the term's column
                 found.rows[-1].lines.append(meaning)  # the meaning wrapped onto this line
                 found.rows[-1].tails.append(_tail(pieces, index))
-            elif index - 1 not in used:
+            elif index - 1 not in terms:
                 found.rows.append(_row(pieces, index))
-                used.add(index - 1)
+                terms.add(index - 1)
             else:
                 continue
             found.right = max(found.right, pieces[-1][-1].box[2])
-            used.add(index)
+            meanings.add(index)
             found.middles.append(middle)
             still_open.append(found)
         for index in range(1, len(pieces)):
-            if index - 1 not in used and index not in used:
+            if index - 1 not in terms and index not in meanings:
                 meaning = pieces[index]
                 found = _List(meaning_x=meaning[0].box[0], height=meaning[0].box[3] - meaning[0].box[1],
                               right=pieces[-1][-1].box[2], rows=[_row(pieces, index)])
-                used.update((index - 1, index))
+                terms.add(index - 1)
+                meanings.add(index)
                 found.middles.append(word_middle(meaning[0]))
                 runs.append(found)
                 still_open.append(found)
@@ -178,7 +183,8 @@ def _row(pieces: list[list[RawWord]], index: int) -> _Row:
     """The row whose term is the piece before ``index`` and whose meaning is the piece at it."""
     term, meaning = pieces[index - 1], pieces[index]
     return _Row(term=" ".join(word.text for word in term), term_x0=term[0].box[0], term_x1=term[-1].box[2],
-                lines=[term + meaning], tails=[_tail(pieces, index)], crowded=_crowded(pieces, term, meaning))
+                lines=[term + meaning], tails=[_tail(pieces, index)], crowded=_crowded(pieces, term, meaning),
+                before=" ".join(word.text for piece in pieces[:index - 1] for word in piece))
 
 
 def _aligned_stretches(run: _List) -> list[_List]:
@@ -230,11 +236,19 @@ def _is_list(found: _List) -> bool:
         return False  # the ticks of a chart's two axes
     if sum(1 for text in found.terms + meanings if _INDEX_ENTRY_RE.search(text)) > INDEX_SHARE * 2 * rows:
         return False  # an index set in columns: "polar, 20    relpoint, 29", "\\intextsep 25    F"
-    if _numbered(found.terms) or _numbered([text for _, text in tails]):
+    leads = [f"{row.before} {row.term}".lstrip() for row in found.rows]
+    if _numbered(found.terms) or _numbered(leads) or _numbered([text for _, text in tails]):
         return False  # numbered lines of code, beside margin notes or with names set in the margin
+    if sum(1 for term in found.terms if _opens_more(term)) * 4 > rows:
+        return False  # lines of code cut at a wide space: "plot(out.em,   chr=c(1,4,15))"
     if len(set(meanings)) < rows / 2 or not all(_WORDY_RE.search(meaning) for meaning in meanings):
         return False  # "⋆" beside each margin note names nothing
     return not _counts_up(found.terms)
+
+
+def _opens_more(text: str) -> bool:
+    """Whether ``text`` opens more brackets than it closes."""
+    return sum(text.count(mark) for mark in "([{") > sum(text.count(mark) for mark in ")]}")
 
 
 def _share_same(values: list[float]) -> int:

@@ -193,3 +193,48 @@ def test_a_gap_of_several_lines_ends_a_list(tmp_path: Path) -> None:
     tables, running = _table_text(_page_with(tmp_path / "two-lists.pdf", draw))
     assert len(tables) == 2
     assert "saves one item" in running and "saves one item" not in "".join(tables)
+
+
+def test_a_list_with_group_names_on_its_left_is_one_table_of_its_terms(tmp_path: Path) -> None:
+    # R/qtl's "Selected R/qtl functions": a group's name stands on the first line of each group only
+    groups = {"Sample data": [("hyper", "Backcross data on hypertension"), ("listeria", "Intercross data on Listeria")],
+              "Simulation": [("sim.cross", "Simulate a QTL experiment"), ("sim.map", "Generate a genetic map")],
+              "Summaries": [("plot.cross", "Plot features of a cross"), ("plotPheno", "Histogram of a phenotype")]}
+
+    def draw(page: pymupdf.Page) -> None:
+        y = 120
+        for group, rows in groups.items():
+            page.insert_text((60, y), group, fontname="tiro", fontsize=10)
+            for term, meaning in rows:
+                page.insert_text((170, y), term, fontname="tiro", fontsize=10)
+                page.insert_text((260, y), meaning, fontname="tiro", fontsize=10)
+                y += 12
+
+    tables, running = _table_text(_page_with(tmp_path / "groups.pdf", draw))
+    assert len(tables) == 1
+    for rows in groups.values():
+        for term, meaning in rows:
+            assert f"| {term} | {meaning} |" in tables[0]
+    assert "Simulation" in running  # the group's name stays text beside the table
+
+
+def test_numbered_code_and_code_cut_at_a_wide_space_stay_text_beside_a_column_on_the_left(tmp_path: Path) -> None:
+    numbered = [(f"{number} {{ \\tl_gput_right:Nn", f"\\g__pkg_{name}_tl }}")
+                for number, name in enumerate(("a", "b", "c", "d", "e"), 5648)]
+    calls = [("plot(out.em,", "chr=c(1,4,15))"), ("plot(out.hk,", "chr=c(1,4,15), add=TRUE)"),
+             ("plot(out.imp,", "chr=c(1,4,15), add=TRUE)"), ("plot(out.em,", "chr=c(2,3), col='blue')")]
+    for rows in (numbered, calls):
+        def draw(page: pymupdf.Page, rows=rows) -> None:
+            page.insert_text((40, 120), "Note", fontname="tiro", fontsize=10)  # a margin column beside the lines
+            for number, (first, rest) in enumerate(rows):
+                words = first.split(" ")
+                x = 90
+                for word in words[:-1]:  # a line number (and a brace) set apart from the code, as listings do
+                    page.insert_text((x, 120 + number * 12), word, fontname="cour", fontsize=9)
+                    x += 40
+                page.insert_text((x, 120 + number * 12), words[-1], fontname="cour", fontsize=9)
+                page.insert_text((x + 120, 120 + number * 12), rest, fontname="cour", fontsize=9)
+
+        tables, running = _table_text(_page_with(tmp_path / "code.pdf", draw))
+        assert tables == [], rows[0]
+        assert rows[1][1] in running
