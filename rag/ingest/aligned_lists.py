@@ -5,14 +5,14 @@ own, and a question about one term finds neither its row nor its neighbours.
 
 A list is lines whose words break at one gap wider than a word space, every meaning starting at the same x and every
 term starting (or, set flush right, ending; or centred) at the same x, at a steady pitch; a line starting at the
-meaning's x alone is a meaning wrapped onto it; a group's name on the left of a group's first term stays text beside
-the list. ``MIN_LIST_ROWS`` terms or more. What looks the same but is not a
-list of terms: numbered or lettered items, footnotes, line-numbered code and tables of contents count up ("1 2 3",
-"a b c", "2.1 2.2"); bullets have no term; running text beside margin notes or in two columns fills its lines to one
-right edge; code with its comments aligned has the comment in the meaning's place, and code cut at a wide space
-opens a bracket in the term that it closes in the meaning; tables of contents, indexes and a
-chart's ticks hold page numbers or figures in both columns. Three columns or more are a table of figures or codes,
-left to the ways that need a rule or a caption. Looked for last, outside every table found.
+meaning's x alone is a meaning wrapped onto it; a group's name on the left of a group's first term stays text beside the
+list. ``MIN_LIST_ROWS`` terms or more. What looks the same but is not a list of terms: numbered or lettered items,
+footnotes, line-numbered code and tables of contents count up ("1 2 3", "a b c", "2.1 2.2"); bullets have no term;
+running text beside margin notes or in two columns fills its lines to one right edge; code with its comments aligned has
+the comment in the meaning's place, and code cut at a wide space opens a bracket in the term that it closes in the
+meaning; tables of contents, indexes and a chart's ticks hold page numbers or figures in both columns. Three columns or
+more are a table of figures or codes, left to the ways that need a rule or a caption. Looked for last, outside every
+table found.
 """
 
 from __future__ import annotations
