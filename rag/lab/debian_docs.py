@@ -21,11 +21,11 @@ science manuals, xeCJK, TeX Live's Chinese guide, hanzibox, zhnumber), ``table_q
 more (texlive-latex-extra manuals, nanicolle, an Asymptote tutorial in Chinese, hfutexam's answer sheet, codebox,
 termsim), ``table_questions_holdout17.json`` on six more (texlive-science manuals, English only),
 ``table_questions_holdout18.json`` on twelve more (texlive-pictures and humanities manuals, R vignettes of partykit,
-qtl and mixtools; English PDFs), ``table_questions_holdout19.json`` on ten more (R vignettes of metafor, survey,
-maxLik, xts, Rcpp and robustbase, pgf-spectra's and two invoice packages' manuals; English PDFs). They are not copied into the repository; this downloads the pinned packages with
-``apt-get download`` (the Debian registry is reachable where PyPI is), unpacks them with ``dpkg-deb`` and keeps the
-PDFs listed in ``data/debian_docs.tsv``, each checked against its SHA-256 so that every run reads the bytes the
-questions were written on.
+qtl and mixtools; English PDFs), ``table_questions_holdout19.json`` on ten more (R vignettes of metafor, survey, maxLik,
+xts, Rcpp and robustbase, pgf-spectra's and two invoice packages' manuals; English PDFs). They are not copied into the
+repository; this downloads the pinned packages with ``apt-get download`` (the Debian registry is reachable where PyPI
+is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``, each checked against its
+SHA-256 so that every run reads the bytes the questions were written on.
 Lab only: the app never downloads anything.
 """
 
