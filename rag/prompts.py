@@ -111,9 +111,19 @@ VERIFY_PROMPT = (
     "{source}\n\n"
     "Question: {question}\n"
     "Claim:\n<<<CLAIM>>>\n{claim}\n<<<END CLAIM>>>\n\n"
+    "{ask}"
+)
+VERIFY_ASK = (
     "Does the quoted source itself state this claim as the answer to this exact question? Reply no if "
     "the source is about a different person, thing, time or place than the question, or does not say "
     "it. Reply with one word: yes or no."
+)
+# A broad question's claim is one part of a summary or a comparison, never "the answer to this exact
+# question" on its own, so the factoid wording above would refuse every right part of a summary.
+VERIFY_ASK_BROAD = (
+    "The claim is one part of a longer answer (a summary, an overview or a comparison). Does the quoted "
+    "source itself state what the claim says? Reply no if the source does not say it, says something "
+    "different, or is about a different thing. Reply with one word: yes or no."
 )
 
 ANSWER_USER_TEMPLATE = (

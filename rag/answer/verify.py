@@ -28,7 +28,8 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from rag.answer.citations import CitedSentence, answer_pieces, best_quote, infer_source, strip_markers
 from rag.answer.gate import yes_probability
 from rag.answer.types import Source
-from rag.prompts import VERIFY_PROMPT, answer_system_prompt, as_quoted_data, format_sources
+from rag.prompts import (VERIFY_ASK, VERIFY_ASK_BROAD, VERIFY_PROMPT, answer_system_prompt, as_quoted_data,
+                         format_sources)
 from rag.retrieval.broad import is_broad
 from rag.retrieval.evidence import question_terms
 from rag.text.language import detect_language
@@ -204,10 +205,12 @@ def _llm_check(llm: Any, question: str, check: ClaimCheck, threshold: float) -> 
 
 def verify_messages(question: str, claim: str, quote: str, n: int, model: str | None = None) -> list[ChatMessage]:
     """The targeted yes/no prompt: the answer's fixed system rules (cached), then the quote, question and claim."""
+    broad = is_broad(question)
     user = VERIFY_PROMPT.format(source=format_sources([(n, quote)]), question=" ".join(question.split()),
-                                claim=as_quoted_data(" ".join(claim.split())))
+                                claim=as_quoted_data(" ".join(claim.split())),
+                                ask=VERIFY_ASK_BROAD if broad else VERIFY_ASK)
     return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(detect_language(question), model,
-                                                                            broad=is_broad(question))),
+                                                                            broad=broad)),
             ChatMessage(role=MessageRole.USER, content=user)]
 
 

@@ -31,10 +31,17 @@ from rag.evaluation.answer_scoring import ask_all, summarise
 
 logger = logging.getLogger(__name__)
 
+_QUESTIONS = Path(__file__).resolve().parent
+# The broad-question sets: "broad" was used to choose how broad questions are handled, "broad-holdout" was
+# written blind afterwards and reported once (docs/answering.md, "Broad questions").
+BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
+              "broad-holdout": _QUESTIONS / "broad_questions_holdout.json"}
+
+
 def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
     from rag.evaluation.unanswerable import UNANSWERABLE_SETS, load_set
 
-    if args.dataset == "broad":
+    if args.dataset in BROAD_SETS:
         return _run_broad(args, config)
     split = getattr(args, "split", None)
     real_unanswerables = args.dataset in UNANSWERABLE_SETS or split is not None
@@ -95,13 +102,14 @@ def evaluate_answers(path: Path | None, config: RagConfig, *, n: int, unanswerab
 
 
 def _run_broad(args: argparse.Namespace, config: RagConfig) -> int:
-    from rag.evaluation.broad_eval import evaluate_broad
+    from rag.evaluation.broad_eval import evaluate_broad, load_questions
     from rag.models.llms import load_embedded_llm
 
+    questions = load_questions(BROAD_SETS[args.dataset])
     llm = load_embedded_llm(config.llm, config.generation, DEFAULT_HOME)
     with tempfile.TemporaryDirectory(prefix="citewise-eval-broad-") as tmp:
         try:
-            report = evaluate_broad(config, llm, Path(tmp))
+            report = evaluate_broad(config, llm, Path(tmp), questions=questions)
         except FileNotFoundError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

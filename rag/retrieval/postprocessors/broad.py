@@ -1,39 +1,48 @@
-"""``BroadQuestionPostprocessor``: a broad question gets its document's opening and the section it names."""
+"""``BroadQuestionPostprocessor``: a broad question gets the section it names or its document's opening."""
 
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any, Callable, ClassVar, Sequence
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from rag.retrieval.broad import is_broad, named_section
+from rag.retrieval.broad import (asks_about_whole_document, compared_terms, first_mentions, is_broad, named_section,
+                                 section_chunks)
+from rag.retrieval.contents_listings import reads_as_contents
 from rag.retrieval.postprocessors.base import TracedPostprocessor
 from rag.retrieval.query import report
 
 logger = logging.getLogger(__name__)
 
 ChunksOf = Callable[[str], Sequence[Any]]
+# How much of a document's first passage names it (a paper's title and authors; a filing's cover line).
+SUBJECT_CHARS = 300
 
 
 class BroadQuestionPostprocessor(TracedPostprocessor):
-    """For a broad question, put the top document's opening passages (and a named section's) first.
+    """For a broad question, put the passages it needs first: a named section's, or the document's opening.
+
+    A question about the document as a whole gets its opening (title, abstract, introduction); one that
+    names a section gets that section's passages; a comparison gets the passages where the document first
+    names each of the two things (where it defines them); one that names a topic keeps what retrieval found.
 
     Args:
         chunks_of: doc id -> its chunks in order (``KeywordIndex.chunks_of``).
         make_node: ``(chunk, score) -> NodeWithScore`` (``rag.retrieval.retrievers.chunk_node``).
-        opening: How many opening chunks (title, abstract, introduction) to add. Defaults to 2.
+        opening: How many opening chunks (title, abstract, introduction) a question about the whole document
+            gets, before the context budget cuts them. Defaults to 4: such a question names no topic, so what
+            retrieval ranks for it is arbitrary, and the opening should fill the budget.
     """
 
     stage_name: ClassVar[str] = "broad"
-    opening: int = Field(default=2, ge=0, le=10)
+    opening: int = Field(default=4, ge=0, le=10)
     _chunks_of: ChunksOf = PrivateAttr()
     _make_node: Callable[[Any, float], NodeWithScore] = PrivateAttr()
 
     def __init__(self, chunks_of: ChunksOf, make_node: Callable[[Any, float], NodeWithScore], *,
-                 opening: int = 2, **kwargs: Any) -> None:
+                 opening: int = 4, **kwargs: Any) -> None:
         super().__init__(opening=opening, **kwargs)
         self._chunks_of = chunks_of
         self._make_node = make_node
@@ -54,23 +63,35 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
             report(query_bundle, fallback=f"could not read the document's passages: {exc}")
             return nodes
         section = named_section(question)
-        wanted = []
-        if section is not None:
-            wanted = [c for c in chunks if _in_section(getattr(c, "heading_path", "") or "", section)]
-        wanted += chunks[: self.opening]
+        compared = compared_terms(question) if section is None else []
+        if compared:
+            wanted = first_mentions(chunks, compared, skip=reads_as_contents)
+            what = "where the document first names " + " and ".join(repr(term) for term in compared)
+        elif section is None and not asks_about_whole_document(question, _subject(chunks)):
+            report(query_bundle, note="broad question about a topic: the passages retrieval found, whole")
+            return nodes
+        elif section is not None:
+            wanted = section_chunks(chunks, section)
+            what = f"section {section.number or repr(section.title)}"
+            if not wanted:
+                report(query_bundle, fallback=f"broad question: no heading of the top document matches {what}; "
+                                              "kept the passages retrieval found")
+                return nodes
+        else:
+            wanted, what = chunks[: self.opening], "the document's opening"
         score = nodes[0].score if nodes[0].score is not None else 1.0
-        have = {n.node.node_id for n in nodes}
-        added, seen = [], set(have)
-        for chunk in wanted:
-            if chunk.chunk_id not in seen:
-                seen.add(chunk.chunk_id)
-                added.append(self._make_node(chunk, score))
-        if added:
-            what = f"section {section} and " if section is not None else ""
-            report(query_bundle, note=f"broad question: added {len(added)} passages ({what}the document's opening)")
-        return added + nodes
+        retrieved = {n.node.node_id for n in nodes}
+        wanted = list({chunk.chunk_id: chunk for chunk in wanted}.values())
+        report(query_bundle, note=f"broad question: {what} first, {len(wanted)} passages "
+                                  f"({sum(c.chunk_id not in retrieved for c in wanted)} not retrieved)")
+        placed = {chunk.chunk_id for chunk in wanted}
+        return [self._make_node(chunk, score) for chunk in wanted] + [n for n in nodes if n.node.node_id not in placed]
 
 
-def _in_section(heading_path: str, section: str) -> bool:
-    first = heading_path.split(" > ")[0].strip() if heading_path else ""
-    return bool(re.match(rf"^(?:section\s+)?{re.escape(section)}(?:[.\s]|$)", first, re.IGNORECASE))
+def _subject(chunks: Sequence[Any]) -> str:
+    """What names a document: the start of its first passage (where a title is) and its file name."""
+    if not chunks:
+        return ""
+    first = chunks[0]
+    file_name = str(getattr(first, "file_name", "") or "")
+    return f"{str(getattr(first, 'text', ''))[:SUBJECT_CHARS]} {file_name.replace('_', ' ').replace('-', ' ')}"

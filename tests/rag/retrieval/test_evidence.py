@@ -88,4 +88,4 @@ def test_broad_question_detection_in_english_and_chinese() -> None:
         assert is_broad(question), question
     for question in ("What is the maximum daily dose of ibuprofen?", "When was Chopin born?", "布洛芬每日最大剂量是多少？"):
         assert not is_broad(question), question
-    assert named_section("Summarise section 3.2 please") == "3.2" and named_section("When?") is None
+    assert named_section("Summarise section 3.2 please").number == "3.2" and named_section("When?") is None

@@ -1,0 +1,133 @@
+"""Broad questions: which are broad, which section they name, and which passages they are given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from rag.retrieval.broad import (SectionName, asks_about_whole_document, compared_terms, first_mentions, is_broad,
+                                 named_section, section_chunks)
+from rag.retrieval.postprocessors.broad import BroadQuestionPostprocessor
+from rag.retrieval.query import SearchQuery
+from rag.retrieval.trace import QueryTrace
+
+
+@dataclass
+class _Chunk:
+    chunk_id: str
+    text: str
+    heading_path: str = ""
+    file_name: str = "techreport_h2ogpt.pdf"
+
+
+def _ids(chunks) -> list[str]:
+    return [c.chunk_id for c in chunks]
+
+
+def test_traditional_chinese_broad_questions_are_recognised_like_simplified_ones() -> None:
+    for question in ("請總結這篇論文的主要貢獻", "這兩種方法有什麼區別？", "這個項目解決了什麼問題？", "請概述第三章"):
+        assert is_broad(question), question
+    for question in ("布洛芬每日最大劑量是多少？", "公司註冊地址在哪裡？"):
+        assert not is_broad(question), question
+
+
+def test_limitations_are_broad_and_a_factoid_is_not() -> None:
+    assert is_broad("What limitations do the authors acknowledge?")
+    assert is_broad("这种方法有哪些局限？")
+    assert not is_broad("What year was the dataset released?")
+
+
+def test_a_section_is_named_by_number_chinese_numeral_or_title() -> None:
+    assert named_section("Summarise section 3.2 please") == SectionName(number="3.2")
+    assert named_section("请总结第三章的主要内容") == SectionName(number="3")
+    assert named_section("總結第十二章") == SectionName(number="12")
+    assert named_section("Summarise the Related Work section") == SectionName(title="Related Work")
+    assert named_section('What does the "Experimental Setup" section describe?') == SectionName(
+        title="Experimental Setup")
+    assert named_section("概述「线性模型」一章") == SectionName(title="线性模型")
+    assert named_section("When was Chopin born?") is None
+
+
+NUMBERED = [_Chunk("t", "Title", ""), _Chunk("a", "intro", "1 Introduction"), _Chunk("b", "m", "3 Method"),
+            _Chunk("c", "m2", "3 Method > 3.1 Model"), _Chunk("d", "m3", "3 Method > 3.1 Model"),
+            _Chunk("e", "m4", "3 Method > 3.2 Training"), _Chunk("f", "r", "4 Results")]
+UNNUMBERED = [_Chunk("t", "Title", ""), _Chunk("x", "abs", "Abstract"), _Chunk("a", "intro", "Introduction"),
+              _Chunk("b", "rw", "Related Work"), _Chunk("c", "m", "Our Method"),
+              _Chunk("d", "m2", "Our Method > Reflection tokens"), _Chunk("e", "m3", "Our Method > Training"),
+              _Chunk("f", "r", "Results and Analysis")]
+
+
+def test_a_numbered_section_is_found_by_its_headings_and_its_parts_lead() -> None:
+    assert _ids(section_chunks(NUMBERED, SectionName(number="3"))) == ["b", "c", "e", "d"]
+    assert _ids(section_chunks(NUMBERED, SectionName(number="3.1"))) == ["c", "d"]
+    assert section_chunks(NUMBERED, SectionName(number="2")) == []
+
+
+def test_unnumbered_sections_are_counted_in_order_without_the_front_matter() -> None:
+    assert _ids(section_chunks(UNNUMBERED, SectionName(number="3"))) == ["c", "d", "e"]
+    assert _ids(section_chunks(UNNUMBERED, SectionName(number="3.2"))) == ["e"]
+    assert section_chunks(UNNUMBERED, SectionName(number="9")) == []
+
+
+def test_chinese_chapters_match_by_numeral_and_sections_by_title() -> None:
+    book = [_Chunk("p", "前言", ""), _Chunk("a", "x", "第1章 绪论"), _Chunk("b", "y", "第三章 线性模型"),
+            _Chunk("c", "z", "第三章 线性模型 > 3.2 线性回归")]
+    assert _ids(section_chunks(book, SectionName(number="3"))) == ["b", "c"]
+    assert _ids(section_chunks(book, SectionName(title="线性模型"))) == ["b", "c"]
+    assert _ids(section_chunks(UNNUMBERED, SectionName(title="related work"))) == ["b"]
+    assert section_chunks(UNNUMBERED, SectionName(title="hardware budget")) == []
+
+
+def test_a_question_about_the_whole_document_may_name_its_subject_but_no_topic() -> None:
+    subject = "h2oGPT: Democratizing Large Language Models techreport h2ogpt.pdf"
+    assert asks_about_whole_document("What problem does this paper address, and how?")
+    assert asks_about_whole_document("请概述这个项目的目标与意义")
+    assert asks_about_whole_document("Summarise the goal of h2oGPT.", subject)
+    assert not asks_about_whole_document("Summarise the goal of h2oGPT.")
+    assert not asks_about_whole_document("Summarise the results of operations for the quarter.", subject)
+    assert not asks_about_whole_document("Summarise section 3")
+
+
+def _run(question: str, chunks: list[_Chunk], retrieved: list[str]) -> tuple[list[str], SearchQuery]:
+    def node(chunk: _Chunk, score: float) -> NodeWithScore:
+        return NodeWithScore(node=TextNode(id_=chunk.chunk_id, text=chunk.text, metadata={"doc_id": "d"}), score=score)
+
+    by_id = {c.chunk_id: c for c in chunks}
+    processor = BroadQuestionPostprocessor(lambda doc_id: chunks if doc_id == "d" else [], node)
+    query = SearchQuery(query_str=question, trace=QueryTrace(query=question))
+    nodes = processor.postprocess_nodes([node(by_id[i], 1.0) for i in retrieved], query)
+    return [n.node.node_id for n in nodes], query
+
+
+def test_the_postprocessor_gives_each_kind_of_broad_question_its_passages() -> None:
+    retrieved = ["f", "b"]
+    assert _run("What problem does this paper address, and how?", UNNUMBERED, retrieved)[0] == ["t", "x", "a", "b", "f"]
+    assert _run("Summarise section 3", UNNUMBERED, retrieved)[0] == ["c", "d", "e", "f", "b"]
+    assert _run("Summarise how the results compare across datasets", UNNUMBERED, retrieved)[0] == retrieved
+    assert _run("When was it released?", UNNUMBERED, retrieved)[0] == retrieved
+
+
+def test_a_section_the_document_lacks_keeps_retrievals_passages_and_says_why() -> None:
+    ids, query = _run("Summarise section 9", UNNUMBERED, ["f", "b"])
+    assert ids == ["f", "b"]
+    assert any("no heading" in stage.fallback_reason for stage in query.trace.stages)
+
+
+def test_a_comparison_names_its_two_things_in_either_script() -> None:
+    assert compared_terms("How do RAPT and NC-RAPT differ?") == ["RAPT", "NC-RAPT"]
+    assert compared_terms("How does the method differ from prior work?") == ["method", "prior work"]
+    assert compared_terms("What is the difference between BM25 and dense retrieval?") == ["BM25", "dense retrieval"]
+    assert compared_terms("梯度下降法與牛頓法有何不同？") == ["梯度下降法", "牛顿法"]
+    assert compared_terms("这两种方法有什么区别？") == [] and compared_terms("Summarise section 3") == []
+
+
+def test_a_comparison_gets_the_passages_where_the_document_first_names_each_thing() -> None:
+    paper = [_Chunk("t", "Paraphrase generation with prompts", ""),
+             _Chunk("a", "We propose RAPT, retrieval augmented prompt tuning.", "Introduction"),
+             _Chunk("c", "Contents\n1 RAPT . . . . . . 3\n2 NC-RAPT . . . . . . 5\n3 Results . . . . . . 7", "Contents"),
+             _Chunk("b", "NC-RAPT adds novelty control tokens to RAPT.", "Method"),
+             _Chunk("r", "RAPT and NC-RAPT use prefixes of length 8.", "Results")]
+    assert _ids(first_mentions(paper, ["NC-RAPT", "RAPT"])) == ["c", "a"]
+    ids, _ = _run("How do RAPT and NC-RAPT differ?", paper, ["r"])
+    assert ids == ["a", "b", "r"]  # the contents line names both, but defines neither
