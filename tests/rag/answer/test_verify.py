@@ -12,7 +12,8 @@ from rag.answer.types import Source
 from rag.answer.verify import content_check, revise, specifics, verify_claims, verify_messages
 from rag.config import RagConfig
 from rag.ingest.ingestor import Ingestor
-from rag.prompts import ABSTAIN_EN, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_EXTRACT, SOURCE_OPEN, answer_system_prompt
+from rag.prompts import (ABSTAIN_EN, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_EXTRACT, SOURCE_OPEN, VERIFY_ASK,
+                         VERIFY_ASK_BROAD, VERIFY_PROMPT, answer_system_prompt)
 from tests import fixtures
 from tests.fakes import ScriptedLLM, make_engine
 
@@ -64,6 +65,16 @@ def test_the_answer_rules_follow_the_language_and_the_models_tuned_rules() -> No
     assert small[0].content == ANSWER_SYSTEM_PROMPT
     default = verify_messages("When?", "At nine [1].", "Opens at nine.", 1, "qwen2.5-1.5b-instruct")
     assert default[0].content == ANSWER_SYSTEM_PROMPT_EXTRACT  # the claim check reuses the answer's cached rules
+
+
+def test_a_broad_claim_is_asked_whether_the_source_states_it_not_whether_it_is_the_whole_answer() -> None:
+    summary = verify_messages("Summarise the main contribution of this paper.", "It rewrites queries [1].",
+                              "We propose rewriting the query.", 1, "qwen2.5-1.5b-instruct")[1].content
+    factoid = verify_messages("When does it open?", "At nine [1].", "Opens at nine.", 1)[1].content
+    assert summary.endswith(VERIFY_ASK_BROAD) and "answer to this exact question" not in summary
+    # the factoid wording, whose threshold was tuned, is unchanged
+    assert factoid.endswith(VERIFY_ASK) and "as the answer to this exact question?" in factoid
+    assert factoid.startswith(VERIFY_PROMPT.split("{")[0]) and summary.startswith(VERIFY_PROMPT.split("{")[0])
 
 
 def test_fabricated_year_with_a_citation_is_refused_and_the_reason_names_the_source() -> None:
