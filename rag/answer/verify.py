@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 IdfLookup = Callable[[Iterable[str]], dict[str, float]]
 
+# How much of an answer with no claim the verification record repeats (it may be a loop of hundreds of tokens).
+UNCITED_TEXT_CHARS = 200
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z'’\-]+")
 _QUOTED = re.compile(r"[\"“「『]([^\"”」』]{2,60})[\"”」』]")
@@ -160,6 +162,12 @@ def verify_claims(question: str, sentences: Sequence[CitedSentence], sources: Se
             asked += 1
             _llm_check(llm, question, check, threshold)
         checks.append(check)
+    if not checks and sentences:
+        # nothing in the answer cites or matches a source (a model that only repeats the question, or loops on
+        # a phrase): shown, it would read as an answer that no passage supports
+        text = " ".join(sentence.text for sentence in sentences)
+        checks.append(ClaimCheck(text[:UNCITED_TEXT_CHARS], None, False, "no sentence of the answer cites a "
+                                 "source or matches one", "uncited"))
     return checks
 
 
