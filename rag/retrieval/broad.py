@@ -53,7 +53,8 @@ _COMPARED = (
     re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) differs? from (.{2,80}?)(?:[?!.,;]|$)",
                re.IGNORECASE),
     re.compile(r"differen(?:ce|ces|t) between (.{2,80}?) and (.{2,80}?)(?:[?!.,;]|$)", re.IGNORECASE),
-    re.compile(r"compare (.{2,80}?) (?:with|to|and|against) (.{2,80}?)(?:[?!.,;]|$)", re.IGNORECASE),
+    re.compile(r"compare (?!with\b|to\b|against\b)([^,;?]{2,80}?) (?:with|to|and|against) ([^,;?]{2,80}?)(?:[?!.,;]|$)",
+               re.IGNORECASE),
     re.compile(r"(?:^|\s)(\S.{1,60}?) (?:vs\.?|versus) (.{2,60}?)(?:[?!.,;]|$)", re.IGNORECASE),
     re.compile(r"(?:比较|对比)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20}?)(?:之间)?(?:有什么|有何|的)?"
                r"(?:区别|不同|差异|异同)"),

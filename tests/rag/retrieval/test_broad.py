@@ -119,6 +119,9 @@ def test_a_comparison_names_its_two_things_in_either_script() -> None:
     assert compared_terms("How does the method differ from prior work?") == ["method", "prior work"]
     assert compared_terms("What is the difference between BM25 and dense retrieval?") == ["BM25", "dense retrieval"]
     assert compared_terms("梯度下降法與牛頓法有何不同？") == ["梯度下降法", "牛顿法"]
+    assert compared_terms("Compare SELF-RAG with standard RAG.") == ["SELF-RAG", "standard RAG"]
+    # "compare with last year" names one thing: not a comparison of two (a blind set's question, read afterwards)
+    assert compared_terms("How did revenue compare with the quarter a year earlier, and what drove it?") == []
     assert compared_terms("这两种方法有什么区别？") == [] and compared_terms("Summarise section 3") == []
 
 
