@@ -49,7 +49,8 @@ _SECTION_TITLE = (
 # The two things a comparison names: "How do RAPT and NC-RAPT differ?", "the difference between A and B",
 # "compare A with B", "A vs B", "A和B有什么区别", "比较A与B".
 _COMPARED = (
-    re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) (?:and|from) (.{2,80}?) differ", re.IGNORECASE),
+    re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) (?:and|from) (.{2,80}?) differ",
+               re.IGNORECASE),
     re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) differs? from (.{2,80}?)(?:[?!.,;]|$)",
                re.IGNORECASE),
     re.compile(r"differen(?:ce|ces|t) between (.{2,80}?) and (.{2,80}?)(?:[?!.,;]|$)", re.IGNORECASE),

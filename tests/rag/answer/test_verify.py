@@ -130,7 +130,8 @@ def test_an_answer_that_cites_and_matches_no_source_is_refused_with_the_reason()
     assert revise(loop, checks) == ("", True)
     # one claim that a source states is enough for the rest of the answer to stay beside it
     held = "He moved to Paris in 1831 [1]. It was a good move."
-    assert revise(held, verify_claims("When did Chopin move to Paris?", cited_sentences(held, 2), _sources(BIO)))[1] is False
+    checks = verify_claims("When did Chopin move to Paris?", cited_sentences(held, 2), _sources(BIO))
+    assert revise(held, checks)[1] is False
 
 
 def test_the_verification_prompt_keeps_a_hostile_source_fenced_as_data() -> None:

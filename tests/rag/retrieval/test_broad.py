@@ -128,7 +128,8 @@ def test_a_comparison_names_its_two_things_in_either_script() -> None:
 def test_a_comparison_gets_the_passages_where_the_document_first_names_each_thing() -> None:
     paper = [_Chunk("t", "Paraphrase generation with prompts", ""),
              _Chunk("a", "We propose RAPT, retrieval augmented prompt tuning.", "Introduction"),
-             _Chunk("c", "Contents\n1 RAPT . . . . . . 3\n2 NC-RAPT . . . . . . 5\n3 Results . . . . . . 7", "Contents"),
+             _Chunk("c", "Contents\n1 RAPT . . . . . . 3\n2 NC-RAPT . . . . . . 5\n3 Results . . . . . . 7",
+                    "Contents"),
              _Chunk("b", "NC-RAPT adds novelty control tokens to RAPT.", "Method"),
              _Chunk("r", "RAPT and NC-RAPT use prefixes of length 8.", "Results")]
     assert _ids(first_mentions(paper, ["NC-RAPT", "RAPT"])) == ["c", "a"]
