@@ -36,3 +36,14 @@ def test_a_summary_question_gets_the_documents_opening_and_is_scored(config: Rag
     (row,) = report["rows"]
     assert 1 in row["sources_pages"]  # the opening passage was added for the broad question
     assert row["supported"] and report["answered_and_supported"] == 1.0
+
+
+def test_the_blind_holdout_set_is_well_formed_and_named_on_the_command_line() -> None:
+    from rag.evaluation.answers import BROAD_SETS
+
+    questions = load_questions(BROAD_SETS["broad-holdout"])
+    assert len(questions) == 16 and BROAD_SETS["broad"].is_file()
+    chinese = [q for q in questions if q["file"].startswith("zh/")]
+    assert len(chinese) == 8 and all(q["file"].startswith(("en/", "zh/")) for q in questions)
+    for q in questions:
+        assert q["key_terms"] and q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
