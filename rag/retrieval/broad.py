@@ -29,12 +29,18 @@ _BROAD_EN = re.compile(
     r"(?:how|in what ways?) (?:do|does|did) .{1,60}? differ|difference between|compare|comparison|"
     r"(?:what|which) (?:are |were )?(?:the |its |their |some )?(?:main |key )?(?:limitations|weaknesses|shortcomings)|"
     r"what does (?:the |this )?.{1,60}? (?:section|chapter) (?:say|cover|discuss|describe)|"
+    r"what (?:did|does|do) (?:the|this|its|their) (?:\w+ )?(?:study|studies|survey|evaluation|experiments?|analysis|"
+    r"authors?) .{0,60}?(?:find|show|report|conclude)|"
+    r"(?:describe|discuss|report|say)s? .{0,30}?\b(?:in|about) (?:this|the) (?:\w+ )?(?:paper|report|filing|document|"
+    r"study)|"
+    r",\s+and\s+(?:what|which|how|why)\s+(?!other\b)\w+\s+\w+|"
     r"explain (?:the|this) (?:paper|method|approach|section)|"
     r"describe (?:the|this) (?:paper|method|approach|section))\b",
     re.IGNORECASE)
 _BROAD_ZH = re.compile(r"总结|概括|概述|摘要|主要(?:内容|贡献|观点|思想|问题|方法|结论|发现)|讲了什么|讲的是什么|"
                        r"解决了?什么问题|有什么区别|有何区别|区别是什么|有什么不同|比较|对比|介绍一下|简述|"
-                       r"(?:有|存在)(?:哪些|什么)(?:局限|不足)|局限性|不足之处")
+                       r"(?:有|存在)(?:哪些|什么)(?:局限|不足)|局限性|不足之处|主要有哪些|有哪些主要|哪些主要|"
+                       r"(?:如何|怎么|怎样)应对|一步步|哪些步骤|步骤是什么|流程是")
 _SECTION_NUMBER = re.compile(r"\b(?:section|chapter|part|§)\s*(\d+(?:\.\d+)*)\b|"
                              r"第\s*([0-9]+|[一二三四五六七八九十]+)\s*[章节部分篇]", re.IGNORECASE)
 _SECTION_TITLE = (
@@ -80,6 +86,8 @@ _FRONT_MATTER = re.compile(
     r"^(?:abstract|contents|table of contents|preface|foreword|acknowledg\w*|摘要|目录|前言|序言?)$", re.IGNORECASE)
 _LEADING_NUMBER = re.compile(r"^(?:section|chapter|part|§)?\s*(\d+(?:\.\d+)*)(?!\d)|"
                              r"^第\s*([0-9]+|[一二三四五六七八九十]+)\s*[章节部分篇]", re.IGNORECASE)
+_QUESTION_MARK = re.compile(r"[?？]")
+_QUOTED_TITLE = re.compile(r"《[^》]*》|“[^”]*”|\"[^\"]*\"")
 _CHINESE_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")}
 _WORD = re.compile(r"\w", re.UNICODE)
 
@@ -104,7 +112,15 @@ def is_broad(question: str) -> bool:
         return False
     # a section named by number is asked about as a whole; one named by title only when the question is broad
     # ("Where is the coldest section of Victoria?" is a factoid)
-    return bool(_BROAD_EN.search(text) or _BROAD_ZH.search(text) or _SECTION_NUMBER.search(text))
+    return bool(_BROAD_EN.search(text) or _BROAD_ZH.search(text) or _SECTION_NUMBER.search(text)
+                or _asks_two_things(text))
+
+
+def _asks_two_things(text: str) -> bool:
+    """Two questions in one ("…是什么？主要有哪些…？"): the answer spans passages, not one sentence."""
+    text = _QUOTED_TITLE.sub("", text)  # a "?" inside a quoted title is not a question
+    marks = _QUESTION_MARK.findall(text)
+    return len(marks) >= 2 and sum(len(part.strip()) >= 4 for part in _QUESTION_MARK.split(text)) >= 2
 
 
 def named_section(question: str) -> SectionName | None:

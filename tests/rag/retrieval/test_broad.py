@@ -38,6 +38,21 @@ def test_limitations_are_broad_and_a_factoid_is_not() -> None:
     assert not is_broad("What year was the dataset released?")
 
 
+def test_two_part_questions_and_questions_about_what_a_study_found_are_broad() -> None:
+    # phrasings of the first blind broad set that went the factoid way (read after it was reported)
+    for question in ("华锦股份的主营业务是什么？主要有哪些业务板块和产品？",
+                     "建新化工2019年的營業收入比前一年變化了多少？年報認為主要原因是什麼？",
+                     "公司提示了哪些经营风险，打算怎么应对？", "索引部分是怎样把文件一步步处理成向量数据库的？",
+                     "What did the usability study find about reading papers with the tool?",
+                     "What legal proceedings does Uber describe in this quarterly report?",
+                     "Which risks are named, and which ones does it treat as material?"):
+        assert is_broad(question), question
+    for question in ("《方正东亚?鹰潭国丰股权投资项目单一资金信托合同》的合同编号是？",
+                     "The term has been applied to western countries, and which other country?",
+                     "What did Beyoncé describe as the saddest thing in her life?", "本起事故的主要原因是什么？"):
+        assert not is_broad(question), question
+
+
 def test_a_section_is_named_by_number_chinese_numeral_or_title() -> None:
     assert named_section("Summarise section 3.2 please") == SectionName(number="3.2")
     assert named_section("请总结第三章的主要内容") == SectionName(number="3")
