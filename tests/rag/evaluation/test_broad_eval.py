@@ -47,3 +47,12 @@ def test_the_blind_holdout_set_is_well_formed_and_named_on_the_command_line() ->
     assert len(chinese) == 8 and all(q["file"].startswith(("en/", "zh/")) for q in questions)
     for q in questions:
         assert q["key_terms"] and q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
+
+
+def test_the_second_blind_set_is_well_formed() -> None:
+    from rag.evaluation.answers import BROAD_SETS
+
+    questions = load_questions(BROAD_SETS["broad-holdout2"])
+    assert len(questions) == 16 and sum(q["file"].startswith("zh/") for q in questions) == 8
+    for q in questions:
+        assert q["key_terms"] and q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
