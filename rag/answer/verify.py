@@ -117,6 +117,15 @@ def content_check(claim: str, question: str, source_text: str, *, min_share: flo
     return missing
 
 
+def restates_question(claim: str, question: str) -> bool:
+    """Whether a sentence only repeats the question: three words or more, every one of them the question's.
+
+    A bare "No." or "Yes." has no content words and is not a restatement.
+    """
+    tokens = content_tokens(_SOURCE_REFERENCE.sub(" ", claim))
+    return len(tokens) >= 3 and tokens <= content_tokens(question)
+
+
 def anchor_share(question: str, source_text: str, weights: dict[str, float]) -> tuple[float | None, list[str]]:
     """IDF-weighted share of the question's terms in the source, and the missing terms, rarest first."""
     total = sum(weights.values())
@@ -148,6 +157,8 @@ def verify_claims(question: str, sentences: Sequence[CitedSentence], sources: Se
     checks: list[ClaimCheck] = []
     asked = 0
     for sentence in sentences:
+        if restates_question(sentence.text, question):
+            continue  # "年報對當年的經營情況是怎麼說明的？[1]" cites a source but states nothing
         cited = [by_number[n] for n in sentence.numbers if n in by_number]
         if not cited:
             matched = infer_source(sentence.text, sources, min_overlap=0.4)
@@ -166,8 +177,8 @@ def verify_claims(question: str, sentences: Sequence[CitedSentence], sources: Se
         # nothing in the answer cites or matches a source (a model that only repeats the question, or loops on
         # a phrase): shown, it would read as an answer that no passage supports
         text = " ".join(sentence.text for sentence in sentences)
-        checks.append(ClaimCheck(text[:UNCITED_TEXT_CHARS], None, False, "no sentence of the answer cites a "
-                                 "source or matches one", "uncited"))
+        checks.append(ClaimCheck(text[:UNCITED_TEXT_CHARS], None, False, "no sentence of the answer states more "
+                                 "than the question and cites or matches a source", "uncited"))
     return checks
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from rag.answer.citations import CitedSentence, cited_sentences
 from rag.answer.types import Source
-from rag.answer.verify import content_check, revise, specifics, verify_claims, verify_messages
+from rag.answer.verify import content_check, restates_question, revise, specifics, verify_claims, verify_messages
 from rag.config import RagConfig
 from rag.ingest.ingestor import Ingestor
 from rag.prompts import (ABSTAIN_EN, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_EXTRACT, SOURCE_OPEN, VERIFY_ASK,
@@ -128,6 +128,13 @@ def test_an_answer_that_cites_and_matches_no_source_is_refused_with_the_reason()
     (check,) = checks
     assert not check.supported and check.check == "uncited" and len(check.sentence) <= 200
     assert revise(loop, checks) == ("", True)
+    # the model repeating the question with a marker states nothing either (a second blind set, read afterwards)
+    echo = "年報對當年的經營情況是怎麼說明的？[1]"
+    echoed = verify_claims("華錦股份的營收表現如何？年報對當年的經營情況是怎麼說明的？", cited_sentences(echo, 1),
+                           _sources("华锦股份2019年营业收入下降。"))
+    assert [c.check for c in echoed] == ["uncited"] and revise(echo, echoed) == ("", True)
+    assert restates_question("年報對當年的經營情況是怎麼說明的", "年報對經營情況是怎麼說明的？當年如何？")
+    assert not restates_question("No.", "Is it open?") and not restates_question("It opens at nine.", "When?")
     # one claim that a source states is enough for the rest of the answer to stay beside it
     held = "He moved to Paris in 1831 [1]. It was a good move."
     checks = verify_claims("When did Chopin move to Paris?", cited_sentences(held, 2), _sources(BIO))
