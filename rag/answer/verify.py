@@ -118,12 +118,14 @@ def content_check(claim: str, question: str, source_text: str, *, min_share: flo
 
 
 def restates_question(claim: str, question: str) -> bool:
-    """Whether a sentence only repeats the question: three words or more, every one of them the question's.
+    """Whether a sentence only asks the question again: a question itself, of three words or more, all the question's.
 
-    A bare "No." or "Yes." has no content words and is not a restatement.
+    A statement made of the question's words ("The dose is 1200 mg." to "Is the dose 1200 mg?") confirms
+    something and stays a claim; a bare "No." has no content words.
     """
-    tokens = content_tokens(_SOURCE_REFERENCE.sub(" ", claim))
-    return len(tokens) >= 3 and tokens <= content_tokens(question)
+    text = strip_markers(_SOURCE_REFERENCE.sub(" ", claim)).strip()
+    tokens = content_tokens(text)
+    return text.endswith(("?", "？")) and len(tokens) >= 3 and tokens <= content_tokens(question)
 
 
 def anchor_share(question: str, source_text: str, weights: dict[str, float]) -> tuple[float | None, list[str]]:

@@ -133,8 +133,10 @@ def test_an_answer_that_cites_and_matches_no_source_is_refused_with_the_reason()
     echoed = verify_claims("華錦股份的營收表現如何？年報對當年的經營情況是怎麼說明的？", cited_sentences(echo, 1),
                            _sources("华锦股份2019年营业收入下降。"))
     assert [c.check for c in echoed] == ["uncited"] and revise(echo, echoed) == ("", True)
-    assert restates_question("年報對當年的經營情況是怎麼說明的", "年報對經營情況是怎麼說明的？當年如何？")
+    assert restates_question("年報對當年的經營情況是怎麼說明的？", "年報對經營情況是怎麼說明的？當年如何？")
     assert not restates_question("No.", "Is it open?") and not restates_question("It opens at nine.", "When?")
+    # a statement of the question's own words confirms it (a yes/no question, or a condensed follow-up)
+    assert not restates_question("The maximum dose is 1200 mg [1].", "Is the maximum dose 1200 mg?")
     # one claim that a source states is enough for the rest of the answer to stay beside it
     held = "He moved to Paris in 1831 [1]. It was a good move."
     checks = verify_claims("When did Chopin move to Paris?", cited_sentences(held, 2), _sources(BIO))
