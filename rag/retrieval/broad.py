@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
+from rag.ingest.chunking import HEADING_SEPARATOR
 from rag.text.script import to_simplified
 from rag.text.tokenizer import tokenize
 
@@ -195,7 +196,7 @@ def section_chunks(chunks: Sequence, section: SectionName) -> list:
 
 def _path(chunk) -> list[str]:
     heading_path = getattr(chunk, "heading_path", "") or ""
-    return [part.strip() for part in heading_path.split(" > ") if part.strip()]
+    return [part.strip() for part in heading_path.split(HEADING_SEPARATOR) if part.strip()]
 
 
 def _top_headings(chunks: Iterable) -> list[str]:
