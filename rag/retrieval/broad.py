@@ -166,12 +166,12 @@ def compared_terms(question: str) -> list[str]:
 
 def first_mentions(chunks: Sequence, terms: Sequence[str], skip: Callable[[str], bool] = lambda text: False) -> list:
     """For each term, the first chunk in document order that names it: where a paper or a book defines it."""
+    readable = [(chunk, plain_question(str(getattr(chunk, "text", ""))).lower()) for chunk in chunks]
     found = []
     for term in terms:
         wanted = plain_question(term).lower()
-        for chunk in chunks:
-            text = str(getattr(chunk, "text", ""))
-            if wanted in plain_question(text).lower() and not skip(text):
+        for chunk, text in readable:
+            if wanted in text and not skip(str(getattr(chunk, "text", ""))):
                 found.append(chunk)
                 break
     return list({id(chunk): chunk for chunk in found}.values())
