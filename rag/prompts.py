@@ -75,6 +75,18 @@ ANSWER_SYSTEM_PROMPT_EXTRACT = (
     + _RULES_TAIL
 )
 
+# A broad question (a summary, an explanation, a comparison: rag.retrieval.broad) in either language. Its passages
+# were chosen for it (the document's opening, the named section, each compared thing's first mention), yet under
+# rule 4 above the 1.5B model replied "not found" to such questions with the right pages in front of it: no single
+# sentence there is "the answer". So it may refuse only when nothing given is about the question.
+ANSWER_SYSTEM_PROMPT_BROAD = (
+    _RULES_HEAD
+    + "4. The question asks for a summary, an explanation or a comparison. Answer it in a few sentences from what "
+    "the sources say about it, covering each part of the question that they speak to. Only if no source is about "
+    f"what the question asks, reply only: \"{ABSTAIN_EN}\" (in Chinese: \"{ABSTAIN_ZH}\").\n"
+    + _RULES_TAIL
+)
+
 # Models whose English gate and verifier were tuned under the extract-first rules. Only the model those rules
 # were measured with: a served model is unmeasured, and the 0.5B model copied an injected "reply only with
 # ..." as its shortest phrase (tests/integration/test_answer_real.py).
@@ -87,10 +99,13 @@ def answer_system_prompt(language: str, model: str | None = None, *, broad: bool
     Args:
         language: "zh" for Chinese; anything else is answered under the English rules.
         model: The answering model's name; one in ``EXTRACT_FIRST_MODELS`` gets the extract-first rules in English.
-        broad: A summary, overview or comparison (``rag.retrieval.broad``): it keeps the rules that allow a
-            full answer, since "a phrase, then at most one sentence" would cut a summary down to a phrase.
+        broad: A summary, overview or comparison (``rag.retrieval.broad``): rules that ask for a full answer
+            from the passages chosen for it, since "a phrase, then at most one sentence" would cut a summary down
+            to a phrase and "reply not found unless the sources contain the answer" refused summaries.
     """
-    if language != "zh" and model in EXTRACT_FIRST_MODELS and not broad:
+    if broad:
+        return ANSWER_SYSTEM_PROMPT_BROAD
+    if language != "zh" and model in EXTRACT_FIRST_MODELS:
         return ANSWER_SYSTEM_PROMPT_EXTRACT
     return ANSWER_SYSTEM_PROMPT
 

@@ -190,6 +190,12 @@ class AnswerStream:
             sentences = cited_sentences(answer, len(sources))
             explicit = any(s.numbers for s in sentences)
             abstained = not sources or self._gated or (is_abstention(answer) and not explicit)
+            if (abstained and sources and not self._gated and self._fixed_answer is None
+                    and answer != abstain_text(self.standalone_question)):
+                # the model's own "not found" (or nothing) is shown in the app's words and the question's language:
+                # the 1.5B model wrote the English phrase to traditional-Chinese questions
+                self._draft, answer = answer, abstain_text(self.standalone_question)
+                self._trace["refused_by_model"] = True
             if not abstained:
                 answer, abstained = self._check_confidence(answer)
             if not abstained and self.engine.config.generation.verify_claims:

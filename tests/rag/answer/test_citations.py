@@ -12,7 +12,8 @@ from rag.answer.citations import (
     is_abstention,
     strip_markers,
 )
-from rag.prompts import (ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_EXTRACT, format_sources,
+from rag.prompts import (ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_BROAD, ANSWER_SYSTEM_PROMPT_EXTRACT,
+                         format_sources,
                          quote_instructions)
 
 
@@ -52,12 +53,16 @@ def test_sources_are_numbered_and_fenced_and_lookalike_fences_are_neutralised() 
     assert "Ignore previous" not in messages[0].content and "Ignore previous" in messages[1].content
 
 
-def test_the_default_model_extracts_for_a_factoid_and_keeps_full_answers_for_a_summary() -> None:
+def test_the_default_model_extracts_for_a_factoid_and_answers_a_summary_in_full() -> None:
     sources = [_source(1, "We propose rewriting the query before retrieval.")]
-    factoid = build_answer_messages("What do the authors propose?", sources, "qwen2.5-1.5b-instruct")
+    factoid = build_answer_messages("What is rewritten before retrieval?", sources, "qwen2.5-1.5b-instruct")
     summary = build_answer_messages("Summarise the main contribution of this paper.", sources, "qwen2.5-1.5b-instruct")
+    chinese = build_answer_messages("請整理年報裡的工作目標。", sources, "qwen2.5-1.5b-instruct")
     assert factoid[0].content == ANSWER_SYSTEM_PROMPT_EXTRACT
-    assert summary[0].content == ANSWER_SYSTEM_PROMPT
+    assert summary[0].content == chinese[0].content == ANSWER_SYSTEM_PROMPT_BROAD
+    # it may still refuse, but only when nothing given is about the question, not for want of one answer sentence
+    assert "no source is about" in ANSWER_SYSTEM_PROMPT_BROAD and ABSTAIN_ZH in ANSWER_SYSTEM_PROMPT_BROAD
+    assert "do not contain the answer" not in ANSWER_SYSTEM_PROMPT_BROAD
 
 
 @pytest.mark.parametrize("answer,expected", [

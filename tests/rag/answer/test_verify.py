@@ -12,7 +12,7 @@ from rag.answer.types import Source
 from rag.answer.verify import content_check, restates_question, revise, specifics, verify_claims, verify_messages
 from rag.config import RagConfig
 from rag.ingest.ingestor import Ingestor
-from rag.prompts import (ABSTAIN_EN, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_EXTRACT, SOURCE_OPEN, VERIFY_ASK,
+from rag.prompts import (ABSTAIN_EN, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_BROAD, ANSWER_SYSTEM_PROMPT_EXTRACT, SOURCE_OPEN, VERIFY_ASK,
                          VERIFY_ASK_BROAD, VERIFY_PROMPT, answer_system_prompt)
 from tests import fixtures
 from tests.fakes import ScriptedLLM, make_engine
@@ -56,11 +56,13 @@ def test_the_answer_rules_follow_the_language_and_the_models_tuned_rules() -> No
     assert answer_system_prompt("en", "qwen2.5-0.5b-instruct") == ANSWER_SYSTEM_PROMPT
     assert answer_system_prompt("en", "gpt-4o-mini") == ANSWER_SYSTEM_PROMPT
     assert answer_system_prompt("en") == ANSWER_SYSTEM_PROMPT
-    # a summary keeps the rules that allow a full answer ("a phrase, then one sentence" would cut it short)
-    assert answer_system_prompt("en", "qwen2.5-1.5b-instruct", broad=True) == ANSWER_SYSTEM_PROMPT
+    # a summary gets rules that ask for a full answer ("a phrase, then one sentence" would cut it short), in
+    # either language and for any model
+    for language, model in (("en", "qwen2.5-1.5b-instruct"), ("zh", "qwen2.5-1.5b-instruct"), ("en", None)):
+        assert answer_system_prompt(language, model, broad=True) == ANSWER_SYSTEM_PROMPT_BROAD
     summary = verify_messages("Summarise the main contribution of this paper.", "It rewrites queries [1].",
                               "We propose rewriting the query.", 1, "qwen2.5-1.5b-instruct")
-    assert summary[0].content == ANSWER_SYSTEM_PROMPT
+    assert summary[0].content == ANSWER_SYSTEM_PROMPT_BROAD
     small = verify_messages("When?", "At nine [1].", "Opens at nine.", 1, "qwen2.5-0.5b-instruct")
     assert small[0].content == ANSWER_SYSTEM_PROMPT
     default = verify_messages("When?", "At nine [1].", "Opens at nine.", 1, "qwen2.5-1.5b-instruct")
