@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from rag.text.script import fold_ideographs
 from rag.text.splitting import passage_sentences
 
 ABSTAIN_EN = "The answer was not found in your documents."
@@ -256,7 +257,8 @@ def format_sources(sources: Sequence[tuple[int, str]]) -> str:
     """``(n, text)`` pairs fenced as data; fence look-alikes are neutralised and instruction-like sentences quoted."""
     blocks = []
     for n, text in sources:
-        text = quote_instructions(_FENCE.sub("[removed marker]", text.strip()))
+        # the model reads 个⼈ (a Kangxi radical) as a symbol, not 个人; folding keeps every character's place
+        text = quote_instructions(_FENCE.sub("[removed marker]", fold_ideographs(text.strip())))
         blocks.append(SOURCE_TEMPLATE.format(n=n, text=text))
     return "\n\n".join(blocks)
 

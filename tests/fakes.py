@@ -50,6 +50,7 @@ class ScriptedLLM(CustomLLM):
 
     replies: list[str] = Field(default_factory=lambda: ["ok"])
     prompts: list[str] = Field(default_factory=list)
+    stream_options: list[dict[str, Any]] = Field(default_factory=list)  # the sampling options of each streamed reply
 
     @property
     def metadata(self) -> LLMMetadata:
@@ -67,6 +68,7 @@ class ScriptedLLM(CustomLLM):
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
         text = self._next(prompt)
+        self.stream_options.append(dict(kwargs))
 
         def gen() -> CompletionResponseGen:
             so_far = ""

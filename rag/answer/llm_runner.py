@@ -90,12 +90,17 @@ class RequestLLM:
                     return None
         return None
 
-    def stream(self, messages: list[ChatMessage]) -> Iterator[str]:
-        """Answer deltas; on a failure the answer restarts once on the fallback (after a blank line)."""
+    def stream(self, messages: list[ChatMessage], **sampling: Any) -> Iterator[str]:
+        """Answer deltas; on a failure the answer restarts once on the fallback (after a blank line).
+
+        Args:
+            messages: The answer prompt.
+            **sampling: Sampling options for this answer (``repeat_penalty``); a backend ignores those it lacks.
+        """
         for attempt in (1, 2):
             produced = False
             try:
-                for response in self.llm.stream_chat(messages):
+                for response in self.llm.stream_chat(messages, **sampling):
                     delta = response.delta or ""
                     if delta:
                         produced = True

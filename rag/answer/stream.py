@@ -133,6 +133,10 @@ class AnswerStream:
         if verdict is not None and not verdict.answerable:
             self._gated = True
             return iter([abstain_text(self.standalone_question)])
+        if is_broad(self.standalone_question) and self.engine.config.generation.broad_repeat_penalty > 1.0:
+            # a summary is long enough for the 1.5B model to loop ("主要原因是主要原因是…"); factoid answers stay
+            # unpenalised, as their gate and verifier were tuned
+            return self.request.stream(self.messages, repeat_penalty=self.engine.config.generation.broad_repeat_penalty)
         return self.request.stream(self.messages)
 
     def _check(self) -> Verdict | None:

@@ -52,6 +52,10 @@ class GenerationConfig(Section):
                                       description="Budget for broad questions (summaries, overviews, comparisons), "
                                                   "which get whole passages and the document's opening; 0 treats "
                                                   "them like any question.")
+    broad_repeat_penalty: float = Field(1.1, ge=1.0, le=2.0,
+                                        description="Repeat penalty of the embedded model's answers to broad "
+                                                    "questions, against loops in long answers; 1.0 = off. "
+                                                    "Factoid answers are never penalised.")
     verify_claims: bool = Field(True, description="Check each claim of an answer against the source it cites "
                                                   "before showing it as fact; failing claims are removed.")
     verify_with_llm: bool = Field(True, description="Also ask the LLM, per claim, whether the cited sentence "

@@ -34,10 +34,12 @@ logger = logging.getLogger(__name__)
 _QUESTIONS = Path(__file__).resolve().parent
 # The broad-question sets: "broad" was used to choose how broad questions are handled, "broad-holdout" was
 # written blind afterwards and reported once, then used to choose too; "broad-holdout2" was written blind after
-# that and reported once (docs/answering.md, "Broad questions").
+# that and reported once, then used to choose too; "broad-holdout3" likewise after that (docs/answering.md,
+# "Broad questions").
 BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-holdout": _QUESTIONS / "broad_questions_holdout.json",
-              "broad-holdout2": _QUESTIONS / "broad_questions_holdout2.json"}
+              "broad-holdout2": _QUESTIONS / "broad_questions_holdout2.json",
+              "broad-holdout3": _QUESTIONS / "broad_questions_holdout3.json"}
 
 
 def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:

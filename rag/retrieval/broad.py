@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from rag.ingest.chunking import HEADING_SEPARATOR
 from rag.text.script import to_simplified
@@ -80,22 +80,6 @@ _SECTION_TITLE = (
     re.compile(r"[“「《\"]([^”」》\"]{2,30})[”」》\"]\s*(?:这一?|那一?|一)?(?:章|节|部分)"),
     re.compile(r"(?:关于|有关)([^，。？?,]{2,20}?)的(?:章节|部分|一章|一节)"),
 )
-# The two things a comparison names: "How do RAPT and NC-RAPT differ?", "the difference between A and B",
-# "compare A with B", "A vs B", "A和B有什么区别", "比较A与B".
-_COMPARED = (
-    re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) (?:and|from) (.{2,80}?) differ",
-               re.IGNORECASE),
-    re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) differs? from (.{2,80}?)(?:[?!.,;]|$)",
-               re.IGNORECASE),
-    re.compile(r"differen(?:ce|ces|t) between (.{2,80}?) and (.{2,80}?)(?:[?!.,;]|$)", re.IGNORECASE),
-    re.compile(r"compare (?!with\b|to\b|against\b)([^,;?]{2,80}?) (?:with|to|and|against) ([^,;?]{2,80}?)(?:[?!.,;]|$)",
-               re.IGNORECASE),
-    re.compile(r"(?:^|\s)(\S.{1,60}?) (?:vs\.?|versus) (.{2,60}?)(?:[?!.,;]|$)", re.IGNORECASE),
-    re.compile(r"(?:比较|对比)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20}?)(?:之间)?(?:有什么|有何|的)?"
-               r"(?:区别|不同|差异|异同)"),
-    re.compile(r"(?:比较|对比)(?:一下)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20})"),
-)
-_LEADING_FILLER = re.compile(r"^(?:the|a|an|this|these|请|这两种|两种|这两个)\s*", re.IGNORECASE)
 # The words of a question about a document as a whole ("What problem does this paper address, and how?",
 # "请概述这个项目的目标与意义"): once they are taken away nothing names a topic, so the document's opening
 # (title, abstract, introduction) is what such a question needs.
@@ -179,31 +163,6 @@ def asks_about_whole_document(question: str, subject: str = "") -> bool:
     return not (_content_words(plain_question(question)) - _frame_tokens() - _content_words(plain_question(subject)))
 
 
-def compared_terms(question: str) -> list[str]:
-    """The two things a comparison question names, as written (simplified script), or [] for other questions."""
-    text = plain_question(question).strip()
-    for pattern in _COMPARED:
-        match = pattern.search(text)
-        if match:
-            terms = [_LEADING_FILLER.sub("", term.strip(" \"'“”‘’「」《》")) for term in match.groups()]
-            if all(len(term) >= 2 for term in terms):
-                return terms
-    return []
-
-
-def first_mentions(chunks: Sequence, terms: Sequence[str], skip: Callable[[str], bool] = lambda text: False) -> list:
-    """For each term, the first chunk in document order that names it: where a paper or a book defines it."""
-    readable = [(chunk, plain_question(str(getattr(chunk, "text", ""))).lower()) for chunk in chunks]
-    found = []
-    for term in terms:
-        wanted = plain_question(term).lower()
-        for chunk, text in readable:
-            if wanted in text and not skip(str(getattr(chunk, "text", ""))):
-                found.append(chunk)
-                break
-    return list({id(chunk): chunk for chunk in found}.values())
-
-
 def section_chunks(chunks: Sequence, section: SectionName) -> list:
     """The chunks of ``section`` in document order, the first chunk under each of its headings first.
 
@@ -213,7 +172,7 @@ def section_chunks(chunks: Sequence, section: SectionName) -> list:
     A title matches the heading holding most of its words (at least half of them).
     """
     if section.number is not None:
-        found = [c for c in chunks if any(_carries_number(part, section.number) for part in _path(c))]
+        found = [c for c in chunks if any(_carries_number(part, section.number) for part in heading_parts(c))]
         if not found and not any(_leading_number(part) for part in _top_headings(chunks)):
             found = _by_position(chunks, section.number)
     else:
@@ -221,13 +180,14 @@ def section_chunks(chunks: Sequence, section: SectionName) -> list:
     return _leads_first(found)
 
 
-def _path(chunk) -> list[str]:
+def heading_parts(chunk) -> list[str]:
+    """The headings a chunk sits under, outermost first."""
     heading_path = getattr(chunk, "heading_path", "") or ""
     return [part.strip() for part in heading_path.split(HEADING_SEPARATOR) if part.strip()]
 
 
 def _top_headings(chunks: Iterable) -> list[str]:
-    return list(dict.fromkeys(parts[0] for parts in map(_path, chunks) if parts))
+    return list(dict.fromkeys(parts[0] for parts in map(heading_parts, chunks) if parts))
 
 
 def _leading_number(heading: str) -> str | None:
@@ -247,14 +207,14 @@ def _by_position(chunks: Sequence, number: str) -> list:
     wanted = [int(part) for part in number.split(".")]
     prefix: list[str] = []
     for depth, position in enumerate(wanted):
-        names = list(dict.fromkeys(parts[depth] for parts in map(_path, chunks)
+        names = list(dict.fromkeys(parts[depth] for parts in map(heading_parts, chunks)
                                    if len(parts) > depth and parts[:depth] == prefix))
         if depth == 0:
             names = [name for name in names if not _FRONT_MATTER.match(name)]
         if not 1 <= position <= len(names):
             return []
         prefix = prefix + [names[position - 1]]
-    return [c for c in chunks if _path(c)[: len(prefix)] == prefix]
+    return [c for c in chunks if heading_parts(c)[: len(prefix)] == prefix]
 
 
 def _by_title(chunks: Sequence, title: str) -> list:
@@ -262,21 +222,21 @@ def _by_title(chunks: Sequence, title: str) -> list:
     if not wanted:
         return []
     best, best_share = None, 0.5
-    for parts in dict.fromkeys(tuple(_path(c)) for c in chunks):
+    for parts in dict.fromkeys(tuple(heading_parts(c)) for c in chunks):
         for depth, heading in enumerate(parts):
             share = len(wanted & _content_words(heading)) / len(wanted)
             if share > best_share or (share == best_share and best is not None and depth < len(best)):
                 best, best_share = parts[: depth + 1], share
     if best is None:
         return []
-    return [c for c in chunks if tuple(_path(c)[: len(best)]) == best]
+    return [c for c in chunks if tuple(heading_parts(c)[: len(best)]) == best]
 
 
 def _leads_first(chunks: list) -> list:
     """The first chunk under each heading, in order, then the rest: a long section's summary sees all its parts."""
     leads, rest, seen = [], [], set()
     for chunk in chunks:
-        key = tuple(_path(chunk))
+        key = tuple(heading_parts(chunk))
         (rest if key in seen else leads).append(chunk)
         seen.add(key)
     return leads + rest

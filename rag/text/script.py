@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 from functools import lru_cache
 
 logger = logging.getLogger(__name__)
@@ -37,13 +38,42 @@ def _converter(config: str):
     return opencc.OpenCC(config)
 
 
+# Some PDF producers map common characters to look-alikes from other blocks: Datawhale's llm-universe case writes
+# 个⼈ and ⽤户 with Kangxi radicals (U+2F08 ⼈, U+2F64 ⽤: 535 of its 25,776 characters). They look the same but are
+# symbols to jieba, the embedders and the model, so "个人" never matched. Each folds to the one ideograph it stands
+# for (its NFKC form), one character for one, so offsets into the text stay valid.
+_COMPATIBILITY_BLOCKS = ((0x2E80, 0x2EFF), (0x2F00, 0x2FDF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+_COMPATIBILITY = re.compile("[\u2e80-\u2eff\u2f00-\u2fdf\uf900-\ufaff\U0002f800-\U0002fa1f]")
+
+
+@lru_cache(maxsize=1)
+def _ideograph_table() -> dict[int, str]:
+    table = {}
+    for low, high in _COMPATIBILITY_BLOCKS:
+        for code in range(low, high + 1):
+            folded = unicodedata.normalize("NFKC", chr(code))
+            if len(folded) == 1 and folded != chr(code):
+                table[code] = folded
+    return table
+
+
+def fold_ideographs(text: str) -> str:
+    """``text`` with Kangxi radicals and compatibility ideographs written as the ideographs they stand for
+    (⼈ -> 人); same length, everything else unchanged."""
+    if not text or not _COMPATIBILITY.search(text):
+        return text
+    return text.translate(_ideograph_table())
+
+
 def to_simplified(text: str, conversion: str = SEARCH_CONVERSION) -> str:
-    """``text`` with traditional Chinese converted to simplified; text without Han characters is returned as is.
+    """``text`` with traditional Chinese converted to simplified and look-alike ideographs folded
+    (``fold_ideographs``); text without Han characters is returned as is.
 
     Args:
         text: Any text.
         conversion: An OpenCC configuration name. Defaults to ``SEARCH_CONVERSION``.
     """
+    text = fold_ideographs(text)
     if not text or not _HAN.search(text):
         return text
     converter = _converter(conversion)

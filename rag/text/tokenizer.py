@@ -16,14 +16,15 @@ import jieba
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
-from rag.text.script import to_simplified
+from rag.text.script import fold_ideographs, to_simplified
 
 logging.getLogger("jieba").setLevel(logging.WARNING)
 jieba.setLogLevel(logging.WARNING)
 
 # Bump when tokens change for the same text: saved keyword indexes are then re-tokenized from their
 # stored text (rag.index.keywords). 2: Chinese runs converted to simplified script before segmentation.
-TOKENIZER_VERSION = 2
+# 3: Kangxi radicals and compatibility ideographs folded to the ideographs they stand for (⼈ -> 人).
+TOKENIZER_VERSION = 3
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LATIN_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
@@ -45,6 +46,7 @@ def tokenize(text: str) -> list[str]:
     """
     tokens: list[str] = []
     position = 0
+    text = fold_ideographs(text)  # else a radical look-alike ends a Chinese run and is dropped as a symbol
     for match in _CJK_RUN.finditer(text):
         tokens.extend(_latin_tokens(text[position:match.start()]))
         tokens.extend(_chinese_tokens(match.group()))

@@ -8,8 +8,8 @@ from typing import Any, Callable, ClassVar, Sequence
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from rag.retrieval.broad import (asks_about_whole_document, compared_terms, first_mentions, is_broad, named_section,
-                                 section_chunks)
+from rag.retrieval.broad import asks_about_whole_document, is_broad, named_section, section_chunks
+from rag.retrieval.broad_compare import compared_terms, first_mentions
 from rag.retrieval.contents_listings import reads_as_contents
 from rag.retrieval.postprocessors.base import TracedPostprocessor
 from rag.retrieval.query import report
@@ -71,7 +71,7 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
             report(query_bundle, note="broad question about a topic: the passages retrieval found, whole")
             return nodes
         elif section is not None:
-            wanted = section_chunks(chunks, section)
+            wanted = _retrieved_within(section_chunks(chunks, section), nodes)
             what = f"section {section.number or repr(section.title)}"
             if not wanted:
                 report(query_bundle, fallback=f"broad question: no heading of the top document matches {what}; "
@@ -86,6 +86,20 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
                                   f"({sum(c.chunk_id not in retrieved for c in wanted)} not retrieved)")
         placed = {chunk.chunk_id for chunk in wanted}
         return [self._make_node(chunk, score) for chunk in wanted] + [n for n in nodes if n.node.node_id not in placed]
+
+
+def _retrieved_within(section: list[Any], nodes: Sequence[NodeWithScore]) -> list[Any]:
+    """A section's passages: its opening, then those retrieval ranked for the question, then the rest in order.
+
+    A question may name a part inside the section ("第四节里的“概述”", "the last part of chapter 8 comparing GBDT
+    and XGBoost"); the budget keeps only the first few passages of a long section, so the ones retrieval found
+    for the question's own words come before the rest of its parts.
+    """
+    if not section:
+        return section
+    rank = {n.node.node_id: i for i, n in enumerate(nodes)}
+    found = sorted((c for c in section[1:] if c.chunk_id in rank), key=lambda c: rank[c.chunk_id])
+    return [section[0]] + found + [c for c in section[1:] if c.chunk_id not in rank]
 
 
 def _subject(chunks: Sequence[Any]) -> str:

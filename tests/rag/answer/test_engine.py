@@ -173,6 +173,19 @@ def test_the_15b_english_prompt_leaves_abstention_to_the_gate_and_others_keep_th
     assert ANSWER_SYSTEM_PROMPT[:400] == ANSWER_SYSTEM_PROMPT_EXTRACT[:400]
 
 
+def test_only_a_broad_questions_answer_is_sampled_with_a_repeat_penalty(store, docs, small_chunks) -> None:
+    # a summary is long enough for the 1.5B model to loop; factoid answers keep the sampling they were tuned with
+    broad, factoid = ScriptedLLM(replies=["It studies ibuprofen [1]."]), ScriptedLLM(replies=["1200 mg [1]."])
+    _engine(store, broad, small_chunks).answer("Summarise the main findings of the report.")
+    _engine(store, factoid, small_chunks).answer(EN_Q)
+    assert broad.stream_options[0]["repeat_penalty"] == small_chunks.generation.broad_repeat_penalty > 1.0
+    assert "repeat_penalty" not in factoid.stream_options[0]
+    off = replace(small_chunks, generation=replace(small_chunks.generation, broad_repeat_penalty=1.0))
+    unpenalised = ScriptedLLM(replies=["It studies ibuprofen [1]."])
+    _engine(store, unpenalised, off).answer("Summarise the main findings of the report.")
+    assert "repeat_penalty" not in unpenalised.stream_options[0]
+
+
 def test_follow_up_is_condensed_before_retrieval(store, docs, small_chunks) -> None:
     llm = ScriptedLLM(replies=["What is the maximum daily dose of ibuprofen for adults?", "1200 milligrams [1]."])
     history = [ChatTurn("user", "Tell me about the ibuprofen study."),

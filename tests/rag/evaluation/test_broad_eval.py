@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rag.config import RagConfig
 from rag.evaluation.broad_eval import evaluate_broad, load_questions, supported
 from rag.retrieval.broad import is_broad
@@ -49,10 +51,12 @@ def test_the_blind_holdout_set_is_well_formed_and_named_on_the_command_line() ->
         assert q["key_terms"] and q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
 
 
-def test_the_second_blind_set_is_well_formed() -> None:
+@pytest.mark.parametrize("name", ["broad-holdout2", "broad-holdout3"])
+def test_the_later_blind_sets_are_well_formed(name: str) -> None:
     from rag.evaluation.answers import BROAD_SETS
 
-    questions = load_questions(BROAD_SETS["broad-holdout2"])
+    questions = load_questions(BROAD_SETS[name])
     assert len(questions) == 16 and sum(q["file"].startswith("zh/") for q in questions) == 8
     for q in questions:
-        assert q["key_terms"] and q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
+        assert q["key_terms"] and all(isinstance(term, str) and term for term in q["key_terms"])
+        assert q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])

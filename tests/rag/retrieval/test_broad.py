@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from rag.retrieval.broad import (SectionName, asks_about_whole_document, compared_terms, first_mentions, is_broad,
-                                 named_section, section_chunks)
+from rag.retrieval.broad import SectionName, asks_about_whole_document, is_broad, named_section, section_chunks
+from rag.retrieval.broad_compare import compared_terms, first_mentions
 from rag.retrieval.postprocessors.broad import BroadQuestionPostprocessor
 from rag.retrieval.query import SearchQuery
 from rag.retrieval.trace import QueryTrace
@@ -168,3 +168,20 @@ def test_a_comparison_gets_the_passages_where_the_document_first_names_each_thin
     assert _ids(first_mentions(paper, ["NC-RAPT", "RAPT"])) == ["c", "a"]
     ids, _ = _run("How do RAPT and NC-RAPT differ?", paper, ["r"])
     assert ids == ["a", "b", "r"]  # the contents line names both, but defines neither
+
+
+def test_a_book_that_names_a_method_in_passing_is_compared_where_a_heading_names_it() -> None:
+    book = [_Chunk("p", "前言", ""), _Chunk("a", "AdaBoost 与 GBDT 都是提升方法。", "第8章 集成学习 > 8.2 AdaBoost"),
+            _Chunk("g", "GBDT 用负梯度拟合残差。", "第8章 集成学习 > 8.5 GBDT"),
+            _Chunk("x", "XGBoost 在目标函数中加入正则项。", "第8章 集成学习 > 8.6 XGBoost"),
+            _Chunk("m", "We tune prompts with RAPT.", "Method"), _Chunk("r", "It adds novelty control.", "NC-RAPT")]
+    assert _ids(first_mentions(book, ["GBDT", "XGBoost"])) == ["g", "x"]
+    # a heading must name the term as a whole word: "NC-RAPT" does not name RAPT
+    assert _ids(first_mentions(book, ["RAPT", "NC-RAPT"])) == ["m", "r"]
+    assert _ids(first_mentions(book, ["AdaBoost", "随机森林"])) == ["a"]
+
+
+def test_a_named_sections_passages_retrieval_found_come_right_after_its_opening() -> None:
+    # "第四节里的“概述”": the budget keeps a long section's first passages, so the part the question names leads
+    assert _run("Summarise section 3", UNNUMBERED, ["f", "e"])[0] == ["c", "e", "d", "f"]
+    assert _run("Summarise section 3", NUMBERED, ["d", "a"])[0] == ["b", "d", "c", "e", "a"]

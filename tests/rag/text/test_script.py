@@ -60,3 +60,19 @@ def test_an_index_tokenized_by_an_older_tokenizer_is_retokenized_when_opened(tmp
     with sqlite3.connect(folder / "tokens.sqlite3") as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'tokenizer_version'").fetchone() == (str(TOKENIZER_VERSION),)
         assert "锣鼓" in json.loads(db.execute("SELECT tokens FROM chunk_tokens").fetchone()[0])
+
+
+def test_kangxi_radical_look_alikes_read_as_the_ideographs_they_stand_for(tmp_path: Path) -> None:
+    # Datawhale's llm-universe case writes 个⼈ and ⽤户 with Kangxi radicals (U+2F08, U+2F64)
+    from rag.prompts import format_sources
+    from rag.text.script import fold_ideographs
+
+    written = "个⼈知识库助⼿：⽤户上传⽂档"
+    assert fold_ideographs(written) == "个人知识库助手：用户上传文档" and len(fold_ideographs(written)) == len(written)
+    assert tokenize(written) == tokenize("个人知识库助手：用户上传文档")
+    assert to_simplified("個⼈") == "个人" and fold_ideographs("plain text, 中文") == "plain text, 中文"
+    assert "个人知识库助手" in format_sources([(1, written)])  # what the model reads
+    index = KeywordIndex(tmp_path / "bm25")
+    index.add("radicals", [_chunk("radicals", written)])
+    index.add("other", [_chunk("other", "公司年度报告的主要会计数据")])
+    assert [h.doc_id for h in index.search("个人知识库助手", k=1)] == ["radicals"]

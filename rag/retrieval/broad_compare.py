@@ -1,0 +1,71 @@
+"""Comparisons among broad questions: the two things a question compares, and where a document defines each.
+
+"How do RAPT and NC-RAPT differ?" needs the passages that say what RAPT and NC-RAPT are, which retrieval for
+the question's words rarely ranks together (``rag.retrieval.postprocessors.broad``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+from rag.retrieval.broad import heading_parts, plain_question
+
+# The two things a comparison names: "How do RAPT and NC-RAPT differ?", "the difference between A and B",
+# "compare A with B", "A vs B", "A和B有什么区别", "比较A与B".
+_COMPARED = (
+    re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) (?:and|from) (.{2,80}?) differ",
+               re.IGNORECASE),
+    re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) differs? from (.{2,80}?)(?:[?!.,;]|$)",
+               re.IGNORECASE),
+    re.compile(r"differen(?:ce|ces|t) between (.{2,80}?) and (.{2,80}?)(?:[?!.,;]|$)", re.IGNORECASE),
+    re.compile(r"compare (?!with\b|to\b|against\b)([^,;?]{2,80}?) (?:with|to|and|against) ([^,;?]{2,80}?)(?:[?!.,;]|$)",
+               re.IGNORECASE),
+    re.compile(r"(?:^|\s)(\S.{1,60}?) (?:vs\.?|versus) (.{2,60}?)(?:[?!.,;]|$)", re.IGNORECASE),
+    re.compile(r"(?:比较|对比)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20}?)(?:之间)?(?:有什么|有何|的)?"
+               r"(?:区别|不同|差异|异同)"),
+    re.compile(r"(?:比较|对比)(?:一下)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20})"),
+)
+_LEADING_FILLER = re.compile(r"^(?:the|a|an|this|these|请|这两种|两种|这两个)\s*", re.IGNORECASE)
+
+
+def compared_terms(question: str) -> list[str]:
+    """The two things a comparison question names, as written (simplified script), or [] for other questions."""
+    text = plain_question(question).strip()
+    for pattern in _COMPARED:
+        match = pattern.search(text)
+        if match:
+            terms = [_LEADING_FILLER.sub("", term.strip(" \"'“”‘’「」《》")) for term in match.groups()]
+            if all(len(term) >= 2 for term in terms):
+                return terms
+    return []
+
+
+def first_mentions(chunks: Sequence, terms: Sequence[str], skip: Callable[[str], bool] = lambda text: False) -> list:
+    """For each term, where the document defines it: the first chunk under a heading that names it, else the first
+    chunk in document order that names it.
+
+    A book names a method in passing long before the section about it (the pumpkin book names GBDT in its AdaBoost
+    pages), so a heading that names the term outranks an earlier mention in the text.
+    """
+    readable = [(chunk, plain_question(str(getattr(chunk, "text", ""))).lower(),
+                 plain_question(" ".join(heading_parts(chunk))).lower()) for chunk in chunks]
+    found = []
+    for term in terms:
+        wanted = plain_question(term).lower()
+        under_heading = (chunk for chunk, _, path in readable if _names(path, wanted))
+        in_text = (chunk for chunk, text, _ in readable
+                   if wanted in text and not skip(str(getattr(chunk, "text", ""))))
+        chunk = next(under_heading, None) or next(in_text, None)
+        if chunk is not None:
+            found.append(chunk)
+    return list({id(chunk): chunk for chunk in found}.values())
+
+
+def _names(text: str, term: str) -> bool:
+    """``term`` in ``text`` as a whole word ("RAPT" is not named by "NC-RAPT"'s heading); Chinese as a substring."""
+    if not term:
+        return False
+    if not term.isascii():
+        return term in text
+    return re.search(r"(?<![\w-])" + re.escape(term) + r"(?![\w-])", text) is not None
