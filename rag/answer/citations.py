@@ -83,6 +83,13 @@ def is_abstention(answer: str) -> bool:
     return any(marker in flat for marker in ABSTAIN_MARKERS)
 
 
+def without_abstention(answer: str) -> str:
+    """``answer`` without the sentences that say the documents lack the answer ("" when nothing else is left)."""
+    kept = [answer[start:end].strip() for start, end in passage_sentences(answer)
+            if not is_abstention(answer[start:end])]
+    return " ".join(part for part in kept if part)
+
+
 def add_inferred_markers(answer: str, citations: Sequence[Any]) -> tuple[str, int]:
     """``answer`` with an ``[n]`` marker on each sentence whose source was matched without one.
 

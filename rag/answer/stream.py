@@ -18,7 +18,8 @@ from typing import Any, ContextManager, Iterator, Protocol, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage
 
-from rag.answer.citations import abstain_text, add_inferred_markers, cited_sentences, is_abstention
+from rag.answer.citations import (abstain_text, add_inferred_markers, cited_sentences, is_abstention,
+                                  without_abstention)
 from rag.answer.confidence import answer_confidence, check_confidence
 from rag.answer.gate import Verdict, confidence_threshold_for, verify_thresholds_for
 from rag.answer.groundedness import check_groundedness
@@ -32,6 +33,10 @@ from rag.retrieval.query import RetrievalResult
 from rag.text.language import detect_language
 
 logger = logging.getLogger(__name__)
+
+# What must be left of a broad answer once its "not found" sentences are taken away for it to be shown (and
+# verified) rather than refused: a sentence of content, in either language.
+PARTIAL_ANSWER_MIN_CHARS = 40
 
 
 class AnswerSteps(Protocol):
@@ -194,6 +199,8 @@ class AnswerStream:
             sentences = cited_sentences(answer, len(sources))
             explicit = any(s.numbers for s in sentences)
             abstained = not sources or self._gated or (is_abstention(answer) and not explicit)
+            if abstained and sources and not self._gated and is_broad(self.standalone_question):
+                answer, abstained, sentences = self._partial_broad_answer(answer, abstained, sentences)
             if (abstained and sources and not self._gated and self._fixed_answer is None
                     and answer != abstain_text(self.standalone_question)):
                 # the model's own "not found" (or nothing) is shown in the app's words and the question's language:
@@ -227,6 +234,19 @@ class AnswerStream:
             llm_backend=self.request.backend, fallback_reason=fallback, error=error,
             standalone_question=self.standalone_question, used_knowledge_base=self.use_knowledge_base)
         return self._result
+
+    def _partial_broad_answer(self, answer: str, abstained: bool, sentences: list[Any]) -> tuple[str, bool, list[Any]]:
+        """A summary that ends with "not found" for a part it lacked keeps what it did say; its claims are still
+        verified (uncited ones must match a source), so only "not found" itself is taken away.
+
+        The 1.5B model copied a book's comparison of GBDT and XGBoost, then added "The answer was not found in your
+        documents."; counting the whole as a refusal hid a right answer.
+        """
+        rest = without_abstention(answer)
+        if len(rest) < PARTIAL_ANSWER_MIN_CHARS:
+            return answer, abstained, sentences
+        self._trace["not_found_sentences_dropped"] = True
+        return rest, False, cited_sentences(rest, len(self.sources))
 
     def _check_confidence(self, answer: str) -> tuple[str, bool]:
         """Refuse a draft whose first phrase the model was unsure of (off at threshold 0).

@@ -186,6 +186,19 @@ def test_only_a_broad_questions_answer_is_sampled_with_a_repeat_penalty(store, d
     assert "repeat_penalty" not in unpenalised.stream_options[0]
 
 
+def test_a_summary_ending_in_not_found_keeps_what_it_said_and_a_factoid_answer_does_not(store, docs,
+                                                                                         small_chunks) -> None:
+    mixed = f"{fixtures.EN_FACT} The answer was not found in your documents."
+    summary = _engine(store, ScriptedLLM(replies=[mixed]), small_chunks).answer("Summarise the main findings of the report.")
+    assert not summary.abstained and "not found" not in summary.answer and summary.citations
+    assert summary.trace["not_found_sentences_dropped"] is True
+    # only "not found" goes: too little left is still a refusal, and a factoid answer keeps its tuned path
+    short = _engine(store, ScriptedLLM(replies=["Sorry. The answer was not found in your documents."]),
+                    small_chunks).answer("Summarise the main findings of the report.")
+    factoid = _engine(store, ScriptedLLM(replies=[mixed]), small_chunks).answer(EN_Q)
+    assert short.abstained and factoid.abstained and factoid.answer == ABSTAIN_EN
+
+
 def test_follow_up_is_condensed_before_retrieval(store, docs, small_chunks) -> None:
     llm = ScriptedLLM(replies=["What is the maximum daily dose of ibuprofen for adults?", "1200 milligrams [1]."])
     history = [ChatTurn("user", "Tell me about the ibuprofen study."),
