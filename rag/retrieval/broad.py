@@ -34,7 +34,7 @@ _BROAD_EN = re.compile(
     r"authors?) .{0,60}?(?:find|show|report|conclude)|"
     r"(?:describe|discuss|report|say)s? .{0,30}?\b(?:in|about) (?:this|the) (?:\w+ )?(?:paper|report|filing|document|"
     r"study)|"
-    r",\s+and\s+(?:what|which|how|why)\s+(?!other\b)\w+\s+\w+|"
+    r",\s+and\s+(?:what|which|how|why)\s+(?!other\b)\w+(?:['’]\w+)?\s+\w+|"
     r"explain (?:the|this) (?:paper|method|approach|section)|"
     r"describe (?:the|this) (?:paper|method|approach|section))\b",
     re.IGNORECASE)

@@ -61,6 +61,8 @@ def test_questions_that_ask_for_an_account_are_broad_and_their_factoid_look_alik
                      "What did the two user studies show?",
                      "What does it say about cash, and does it expect to need more funding?",
                      "How was the model tested? I'm interested in the datasets and the baselines.",
+                     # the third blind set's one miss, read after its report: an apostrophe inside the second question
+                     "Which metrics does the study use, and why isn't accuracy enough?",
                      "請幫我梳理一下這一章的內容", "帮我整理一下公司的风险因素", "公司对明年有什么打算？",
                      "未来的改进方向是什么？", "这个系统是怎么实现检索的？"):
         assert is_broad(question), question
