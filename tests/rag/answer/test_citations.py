@@ -12,9 +12,8 @@ from rag.answer.citations import (
     is_abstention,
     strip_markers,
 )
-from rag.prompts import (ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_BROAD, ANSWER_SYSTEM_PROMPT_EXTRACT,
-                         format_sources,
-                         quote_instructions)
+from rag.prompts import (ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_BROAD,
+                         ANSWER_SYSTEM_PROMPT_EXTRACT, format_sources, quote_instructions)
 
 
 def _source(n: int, text: str, page: int = 1) -> Source:

@@ -189,7 +189,8 @@ def test_only_a_broad_questions_answer_is_sampled_with_a_repeat_penalty(store, d
 def test_a_summary_ending_in_not_found_keeps_what_it_said_and_a_factoid_answer_does_not(store, docs,
                                                                                          small_chunks) -> None:
     mixed = f"{fixtures.EN_FACT} The answer was not found in your documents."
-    summary = _engine(store, ScriptedLLM(replies=[mixed]), small_chunks).answer("Summarise the main findings of the report.")
+    summary = _engine(store, ScriptedLLM(replies=[mixed]), small_chunks).answer(
+        "Summarise the main findings of the report.")
     assert not summary.abstained and "not found" not in summary.answer and summary.citations
     assert summary.trace["not_found_sentences_dropped"] is True
     # only "not found" goes: too little left is still a refusal, and a factoid answer keeps its tuned path

@@ -12,8 +12,8 @@ from rag.answer.types import Source
 from rag.answer.verify import content_check, restates_question, revise, specifics, verify_claims, verify_messages
 from rag.config import RagConfig
 from rag.ingest.ingestor import Ingestor
-from rag.prompts import (ABSTAIN_EN, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_BROAD, ANSWER_SYSTEM_PROMPT_EXTRACT, SOURCE_OPEN, VERIFY_ASK,
-                         VERIFY_ASK_BROAD, VERIFY_PROMPT, answer_system_prompt)
+from rag.prompts import (ABSTAIN_EN, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_BROAD, ANSWER_SYSTEM_PROMPT_EXTRACT,
+                         SOURCE_OPEN, VERIFY_ASK, VERIFY_ASK_BROAD, VERIFY_PROMPT, answer_system_prompt)
 from tests import fixtures
 from tests.fakes import ScriptedLLM, make_engine
 
