@@ -182,6 +182,11 @@ def render_refusal(result: AnswerResult, *, key: str, ask_anyway: bool) -> None:
                else "the draft's claims are not stated by the sources they cite")
         st.caption(f"Not answered: {why}:\n\n{lines}")
         return
+    if result.trace.get("refused_by_model") and result.draft:
+        # the model's words may echo a document: shown as escaped text, never as markup
+        st.caption(f"Not answered: the model replied that its sources do not hold the answer "
+                   f"(its words: “{label(result.draft[:300])}”).")
+        return
     st.caption("The answer was not found in the documents searched.")
 
 

@@ -260,3 +260,16 @@ def test_a_gate_refusal_says_why_and_ask_anyway_answers_with_a_verified_citation
     assert answered.trace["answerability"] == {"skipped": "ask anyway"}
     assert answered.verification and all(c["supported"] for c in answered.verification)
     assert [m["role"] for m in messages(app)] == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.mark.parametrize("llm", [RoutedLLM(replies=["The sources do not contain the answer about **bold** claims."])])
+def test_the_models_own_refusal_says_so_in_its_words_as_text(app: AppTest, llm: RoutedLLM, tmp_path: Path) -> None:
+    ingest(fixtures.make_english_pdf(tmp_path))
+    app.run()
+    ask(app)
+    refused = messages(app)[-1]["result"]
+    assert refused.abstained and refused.trace["refused_by_model"] is True
+    shown = [c.value for c in app.caption]
+    said = [c for c in shown if "the model replied that its sources do not hold the answer" in c]
+    assert said and "\\*\\*bold\\*\\*" in said[0], shown  # its words escaped: no markup from the model
+
