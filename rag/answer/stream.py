@@ -96,6 +96,7 @@ class AnswerStream:
         self._verification: list[dict[str, Any]] = []
         self._draft = ""
         self._confidence: dict[str, Any] | None = None
+        self._broad = is_broad(standalone)  # read at each step below: the gate, sampling, confidence, verification
 
     def __iter__(self) -> Iterator[str]:
         if self._consumed or self._iterating:
@@ -138,17 +139,18 @@ class AnswerStream:
         if verdict is not None and not verdict.answerable:
             self._gated = True
             return iter([abstain_text(self.standalone_question)])
-        if is_broad(self.standalone_question) and self.engine.config.generation.broad_repeat_penalty > 1.0:
+        penalty = self.engine.config.generation.broad_repeat_penalty
+        if self._broad and penalty > 1.0:
             # a summary is long enough for the 1.5B model to loop ("主要原因是主要原因是…"); factoid answers stay
             # unpenalised, as their gate and verifier were tuned
-            return self.request.stream(self.messages, repeat_penalty=self.engine.config.generation.broad_repeat_penalty)
+            return self.request.stream(self.messages, repeat_penalty=penalty)
         return self.request.stream(self.messages)
 
     def _check(self) -> Verdict | None:
         """Run the answerability gate (when on); its verdict goes into the trace."""
         if not (self.engine.config.generation.answer_check and self.use_knowledge_base and self.sources):
             return None
-        if self.skip_gate or is_broad(self.standalone_question):
+        if self.skip_gate or self._broad:
             # a broad question's answer is spread over passages: the factoid gate was never fitted for it
             self._trace["answerability"] = {"skipped": "ask anyway" if self.skip_gate else "broad question"}
             return None
@@ -199,14 +201,14 @@ class AnswerStream:
             sentences = cited_sentences(answer, len(sources))
             explicit = any(s.numbers for s in sentences)
             abstained = not sources or self._gated or (is_abstention(answer) and not explicit)
-            if abstained and sources and not self._gated and is_broad(self.standalone_question):
-                answer, abstained, sentences = self._partial_broad_answer(answer, abstained, sentences)
-            if (abstained and sources and not self._gated and self._fixed_answer is None
-                    and answer != abstain_text(self.standalone_question)):
-                # the model's own "not found" (or nothing) is shown in the app's words and the question's language:
-                # the 1.5B model wrote the English phrase to traditional-Chinese questions
-                self._draft, answer = answer, abstain_text(self.standalone_question)
-                self._trace["refused_by_model"] = True
+            if abstained and sources and not self._gated:  # the model's own "not found" (or nothing)
+                if self._broad:
+                    answer, abstained, sentences = self._partial_broad_answer(answer)
+                if abstained and answer != abstain_text(self.standalone_question):
+                    # shown in the app's words and the question's language: the 1.5B model wrote the English
+                    # phrase to traditional-Chinese questions
+                    self._draft, answer = answer, abstain_text(self.standalone_question)
+                    self._trace["refused_by_model"] = True
             if not abstained:
                 answer, abstained = self._check_confidence(answer)
             if not abstained and self.engine.config.generation.verify_claims:
@@ -235,7 +237,7 @@ class AnswerStream:
             standalone_question=self.standalone_question, used_knowledge_base=self.use_knowledge_base)
         return self._result
 
-    def _partial_broad_answer(self, answer: str, abstained: bool, sentences: list[Any]) -> tuple[str, bool, list[Any]]:
+    def _partial_broad_answer(self, answer: str) -> tuple[str, bool, list[Any]]:
         """A summary that ends with "not found" for a part it lacked keeps what it did say; its claims are still
         verified (uncited ones must match a source), so only "not found" itself is taken away.
 
@@ -244,7 +246,7 @@ class AnswerStream:
         """
         rest = without_abstention(answer)
         if len(rest) < PARTIAL_ANSWER_MIN_CHARS:
-            return answer, abstained, sentences
+            return answer, True, []
         self._trace["not_found_sentences_dropped"] = True
         return rest, False, cited_sentences(rest, len(self.sources))
 
@@ -255,7 +257,7 @@ class AnswerStream:
         and for broad questions (a summary's first phrase says nothing about its support; the check was tuned
         on factoid answers under the extract-first rules).
         """
-        if self.skip_gate or is_broad(self.standalone_question):
+        if self.skip_gate or self._broad:
             return answer, False
         signal, minimum = confidence_threshold_for(self.request.llm, self.engine.config.generation,
                                                    detect_language(self.standalone_question))
@@ -276,7 +278,7 @@ class AnswerStream:
         checks = verify_claims(
             self.standalone_question, sentences, self.sources, idf=getattr(self.engine.store.keywords, "idf", None),
             llm=self.request.llm if settings.verify_with_llm else None, threshold=threshold, anchor_min=anchor_min,
-            max_llm_claims=settings.verify_max_claims, broad=is_broad(self.standalone_question))
+            max_llm_claims=settings.verify_max_claims, broad=self._broad)
         self._timings["verify_ms"] = _ms(started)
         self._verification = [c.to_dict() for c in checks]
         revised, refused = revise(answer, checks)
