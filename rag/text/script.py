@@ -43,7 +43,7 @@ def _converter(config: str):
 # symbols to jieba, the embedders and the model, so "个人" never matched. Each folds to the one ideograph it stands
 # for (its NFKC form), one character for one, so offsets into the text stay valid.
 _COMPATIBILITY_BLOCKS = ((0x2E80, 0x2EFF), (0x2F00, 0x2FDF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
-_COMPATIBILITY = re.compile("[\u2e80-\u2eff\u2f00-\u2fdf\uf900-\ufaff\U0002f800-\U0002fa1f]")
+_COMPATIBILITY = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _COMPATIBILITY_BLOCKS) + "]")
 
 
 @lru_cache(maxsize=1)
