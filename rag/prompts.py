@@ -77,14 +77,15 @@ ANSWER_SYSTEM_PROMPT_EXTRACT = (
 )
 
 # A broad question (a summary, an explanation, a comparison: rag.retrieval.broad) in either language. Its passages
-# were chosen for it (the document's opening, the named section, each compared thing's first mention), yet under
-# rule 4 above the 1.5B model replied "not found" to such questions with the right pages in front of it: no single
-# sentence there is "the answer". So it may refuse only when nothing given is about the question.
+# were chosen for it (the document's opening, the named section, each compared thing's first mention). Given a "not
+# found" option, even one limited to "no source is about the question", the 1.5B model took it with the right pages in
+# front of it, and wrote the English phrase to Chinese questions; so the rules offer none, and whether the sources are
+# about the question at all is decided before the model is asked (rag.answer.topic). Claims are still verified.
 ANSWER_SYSTEM_PROMPT_BROAD = (
     _RULES_HEAD
-    + "4. The question asks for a summary, an explanation or a comparison. Answer it in a few sentences from what "
-    "the sources say about it, covering each part of the question that they speak to. Only if no source is about "
-    f"what the question asks, reply only: \"{ABSTAIN_EN}\" (in Chinese: \"{ABSTAIN_ZH}\").\n"
+    + "4. The question asks for a summary, an explanation or a comparison, and the sources were chosen for it. "
+    "Answer it in a few sentences from what the sources say about it, covering each part of the question that they "
+    "speak to and leaving out any part they do not.\n"
     + _RULES_TAIL
 )
 
@@ -115,6 +116,13 @@ def answer_system_prompt(language: str, model: str | None = None, *, broad: bool
 # prompt up to here is identical to the answer prompt, so llama.cpp reuses its KV cache for the answer.
 ANSWER_CHECK_LINE = (
     "Before answering: do the sources above state the answer to this question? "
+    "Reply with one word: yes or no."
+)
+
+# The same, for a broad question (rag.answer.topic): a summary has no one "answer" in its sources, so the model is asked
+# whether they speak to the question at all.
+BROAD_CHECK_LINE = (
+    "Before answering: do the sources above say anything about what this question asks? "
     "Reply with one word: yes or no."
 )
 

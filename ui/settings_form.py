@@ -72,6 +72,7 @@ KNOBS: dict[str, Knob] = {
     "generation.temperature": Knob("Temperature", "slider", 0.05),
     "generation.answer_check": Knob("Answer check"),
     "generation.answer_check_threshold": Knob("Answer check threshold", "slider", 0.05),
+    "generation.broad_topic_min": Knob("Topic check for summaries (share of the topic words)", "slider", 0.05),
     "llm.backend": Knob("LLM backend"),
     "llm.embedded_model": Knob("Embedded model", "select", options=tuple(GGUF_MODELS)),
     "llm.base_url": Knob("Server base URL"),

@@ -80,6 +80,15 @@ CALIBRATED_GATES: dict[tuple[str, str], Gate] = {
     ("qwen2.5-0.5b-instruct", "zh"): Gate(0.2148, 0.7852, -0.58032),
 }
 
+# The broad-question gate per bundled model, both languages (rag.answer.topic): P(yes) to "do the sources say anything
+# about what this question asks?" and the topic share stand in the line's two places. Chosen by `python -m
+# rag.lab.broad_topic --with-llm` on the development sets (48 broad questions of broad, broad-holdout 1-3 and the 8 of
+# broad-unanswerable-dev; docs/answering.md): the equal weights and offset with the most abstention at false
+# abstention <= 0.15. Any other model uses the topic share alone (generation.broad_topic_min).
+CALIBRATED_BROAD_GATES: dict[str, Gate] = {
+    "qwen2.5-1.5b-instruct": Gate(0.5, 0.5, -0.5945),
+}
+
 # The claim verifier's thresholds per bundled model and question language, (anchor_min, verify_threshold),
 # chosen with the gate above by `python -m rag.lab tune-trust` on the tune splits (docs/answering.md). Every
 # claim threshold came out 0.0: with these models the LLM's claim yes/no never removes a claim.
@@ -167,10 +176,18 @@ def gate_for(llm: LLM, settings: Any, language: str = "en") -> Gate:
     return Gate(1.0, 0.0, -settings.answer_check_threshold)
 
 
-def check_messages(answer_messages: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """The answer prompt with the yes/no question appended to its last (user) message."""
+def check_messages(answer_messages: Sequence[ChatMessage], line: str = ANSWER_CHECK_LINE) -> list[ChatMessage]:
+    """The answer prompt with the yes/no question ``line`` appended to its last (user) message."""
     *head, last = list(answer_messages)
-    return [*head, ChatMessage(role=MessageRole.USER, content=f"{last.content}\n\n{ANSWER_CHECK_LINE}")]
+    return [*head, ChatMessage(role=MessageRole.USER, content=f"{last.content}\n\n{line}")]
+
+
+def broad_gate_for(llm: LLM, settings: Any) -> Gate | None:
+    """The bundled model's broad-question gate when ``answer_check_calibrated``, else None (topic share alone)."""
+    if not settings.answer_check_calibrated:
+        return None
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
+    return CALIBRATED_BROAD_GATES.get(name) if isinstance(name, str) else None
 
 
 def yes_probability(llm: LLM, messages: Sequence[ChatMessage]) -> tuple[float | None, str]:

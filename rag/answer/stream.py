@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any, ContextManager, Iterator, Protocol, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -21,13 +22,16 @@ from llama_index.core.base.llms.types import ChatMessage
 from rag.answer.citations import (abstain_text, add_inferred_markers, cited_sentences, is_abstention,
                                   without_abstention)
 from rag.answer.confidence import answer_confidence, check_confidence
-from rag.answer.gate import Verdict, confidence_threshold_for, verify_thresholds_for
+from rag.answer.gate import (Verdict, broad_gate_for, check_messages, confidence_threshold_for,
+                             verify_thresholds_for, yes_probability)
 from rag.answer.groundedness import check_groundedness
 from rag.answer.llm_runner import LLMRunner, RequestLLM
 from rag.answer.locate import locate_citations
+from rag.answer.topic import topic_share, topic_verdict
 from rag.answer.types import AnswerResult, Citation, Source
 from rag.answer.verify import revise, verify_claims
 from rag.config import RagConfig
+from rag.prompts import BROAD_CHECK_LINE
 from rag.retrieval.broad import is_broad
 from rag.retrieval.query import RetrievalResult
 from rag.text.language import detect_language
@@ -150,10 +154,12 @@ class AnswerStream:
         """Run the answerability gate (when on); its verdict goes into the trace."""
         if not (self.engine.config.generation.answer_check and self.use_knowledge_base and self.sources):
             return None
-        if self.skip_gate or self._broad:
-            # a broad question's answer is spread over passages: the factoid gate was never fitted for it
-            self._trace["answerability"] = {"skipped": "ask anyway" if self.skip_gate else "broad question"}
+        if self.skip_gate:
+            self._trace["answerability"] = {"skipped": "ask anyway"}
             return None
+        if self._broad:
+            # a broad question's answer is spread over passages: the factoid gate was never fitted for it
+            return self._check_topic()
         verdict = self.engine.check_answerable(self.request, self.messages, self.sources, self.retrieval,
                                                self.standalone_question)
         self._trace["answerability"] = verdict.to_dict()
@@ -161,6 +167,25 @@ class AnswerStream:
         stats = getattr(self.request.llm, "last_check_stats", None) or {}
         if stats.get("prompt_eval_tokens") is not None:  # what the first token waited for (the gate's prefill)
             self._timings["gate_prompt_tokens"] = int(stats["prompt_eval_tokens"])
+        return verdict
+
+    def _check_topic(self) -> Verdict:
+        """Whether a broad question's sources are about what it asks (``rag.answer.topic``); its answer rules leave
+        "not found" to this check, not to the model. The bundled model's calibrated gate also asks it, on the answer
+        prompt (whose KV cache the answer then reuses); any other model is judged by the topic share alone."""
+        settings = self.engine.config.generation
+        started = time.perf_counter()
+        topic = topic_share(self.standalone_question, self.sources, getattr(self.engine.store.keywords, "idf", None))
+        gate = broad_gate_for(self.request.llm, settings)
+        p_yes = None
+        if gate is not None and self.messages is not None:
+            probe = check_messages(self.messages, BROAD_CHECK_LINE)
+            outcome = self.request.call("answerability check", lambda llm: yes_probability(llm, probe))
+            p_yes = outcome[0] if outcome is not None else None
+        verdict = replace(topic_verdict(topic, settings.broad_topic_min, self.standalone_question, p_yes=p_yes,
+                                        gate=gate), ms=_ms(started))
+        self._trace["answerability"] = verdict.to_dict()
+        self._timings["answer_check_ms"] = verdict.ms
         return verdict
 
     def _record_speed(self, started: float, first: float | None, pieces: int) -> None:

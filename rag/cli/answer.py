@@ -28,11 +28,16 @@ def add_commands(subparsers: Any) -> None:
     evaluate = subparsers.add_parser("eval-answers", help="answer quality on SQuAD / CMRC 2018 / a JSON file")
     evaluate.add_argument("--dataset", default="squad",
                           help="squad2, cjrc, ace-whqa, cuad (real unanswerables, paragraph in the library); "
-                               "squad, cmrc2018 (unanswerables left out); broad, broad-holdout … broad-holdout3 "
-                               "(summaries and comparisons over ../shared/data/pdfs); or a SQuAD-format JSON path")
+                               "squad, cmrc2018 (unanswerables left out); broad, broad-holdout … broad-holdout4 "
+                               "(summaries and comparisons over ../shared/data/pdfs), broad-unanswerable-dev, "
+                               "broad-unanswerable-report (broad questions their document does not cover); "
+                               "or a SQuAD-format JSON path")
     evaluate.add_argument("--split", choices=["tune", "report"], default=None,
                           help="the part of a real-unanswerable set (default report; tune thresholds on tune)")
     evaluate.add_argument("--rows", default=None, metavar="FILE", help="also write the report with every row here")
+    evaluate.add_argument("--library", default=None, metavar="DIR",
+                          help="broad sets: build the set's library in DIR and keep it; a later run of the same set "
+                               "with the same DIR asks at once instead of ingesting the PDFs again")
     evaluate.add_argument("--n", type=int, default=30, help="answerable questions (default 30)")
     evaluate.add_argument("--unanswerable", type=int, default=None,
                           help="questions whose paragraph is left out of the index (default n/3)")

@@ -52,6 +52,15 @@ class GenerationConfig(Section):
                                       description="Budget for broad questions (summaries, overviews, comparisons), "
                                                   "which get whole passages and the document's opening; 0 treats "
                                                   "them like any question.")
+    # the bundled 1.5B model uses its calibrated line over P(yes) and this share (rag.answer.gate.CALIBRATED_BROAD_GATES)
+    # when answer_check_calibrated is on; 0.42 is the share alone with the most abstention at false abstention <= 0.15
+    # on the development sets (docs/answering.md, "Broad questions")
+    broad_topic_min: float = Field(0.42, ge=0.0, le=1.0,
+                                   description="With the answer check on, answer a broad question (a summary, "
+                                               "an overview, a comparison) \"not found\" when its sources hold "
+                                               "less than this share of what it asks about: its rare words beyond "
+                                               "\"summarise\", \"paper\" and the like, IDF-weighted. 0 = never; "
+                                               "bundled models use their calibrated check.")
     broad_repeat_penalty: float = Field(1.1, ge=1.0, le=2.0,
                                         description="Repeat penalty of the embedded model's answers to broad "
                                                     "questions, against loops in long answers; 1.0 = off. "

@@ -34,12 +34,16 @@ logger = logging.getLogger(__name__)
 _QUESTIONS = Path(__file__).resolve().parent
 # The broad-question sets: "broad" was used to choose how broad questions are handled, "broad-holdout" was
 # written blind afterwards and reported once, then used to choose too; "broad-holdout2" was written blind after
-# that and reported once, then used to choose too; "broad-holdout3" likewise after that (docs/answering.md,
-# "Broad questions").
+# that and reported once, then used to choose too; "broad-holdout3" and "broad-holdout4" likewise after that. The
+# "broad-unanswerable" pair asks about what their documents do not cover: "-dev" to choose on, "-report" to report
+# (docs/answering.md, "Broad questions").
 BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-holdout": _QUESTIONS / "broad_questions_holdout.json",
               "broad-holdout2": _QUESTIONS / "broad_questions_holdout2.json",
-              "broad-holdout3": _QUESTIONS / "broad_questions_holdout3.json"}
+              "broad-holdout3": _QUESTIONS / "broad_questions_holdout3.json",
+              "broad-holdout4": _QUESTIONS / "broad_questions_holdout4.json",
+              "broad-unanswerable-dev": _QUESTIONS / "broad_unanswerable_dev.json",
+              "broad-unanswerable-report": _QUESTIONS / "broad_unanswerable_report.json"}
 
 
 def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
@@ -111,9 +115,10 @@ def _run_broad(args: argparse.Namespace, config: RagConfig) -> int:
 
     questions = load_questions(BROAD_SETS[args.dataset])
     llm = load_embedded_llm(config.llm, config.generation, DEFAULT_HOME)
+    library = getattr(args, "library", None)
     with tempfile.TemporaryDirectory(prefix="citewise-eval-broad-") as tmp:
         try:
-            report = evaluate_broad(config, llm, Path(tmp), questions=questions)
+            report = evaluate_broad(config, llm, Path(library or tmp), questions=questions)
         except FileNotFoundError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -122,7 +127,8 @@ def _run_broad(args: argparse.Namespace, config: RagConfig) -> int:
         Path(args.rows).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else
           f"broad questions: {report['questions']}, answered {report['answered']}, answered-and-supported "
-          f"{report['answered_and_supported']} (load average {report['load_average']})")
+          f"{report['answered_and_supported']}; not in their document: {report['unanswerable']}, abstained "
+          f"{report['abstained_on_unanswerable']} (load average {report['load_average']})")
     return 0
 
 

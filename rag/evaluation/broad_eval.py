@@ -1,11 +1,13 @@
 """Broad questions over real PDFs ("What problem does this paper address, and how?", "Summarise ...",
-"How do A and B differ?"): answered, and answered-and-supported.
+"How do A and B differ?"): answered, and answered-and-supported; and broad questions their document does not
+cover, which should be answered "not found".
 
-The questions are ``rag/evaluation/broad_questions.json`` (written for Citewise, over
+The questions are ``rag/evaluation/broad_questions*.json`` (written for Citewise, over
 ``../shared/data/pdfs``). Each is asked with its PDF selected (the document filter), as a reader asks
 about "this paper". Supported (a gold check, not the verifier): not an abstention, at least one of the
 question's key terms in the answer, and at least one citation on one of its pages (abstract,
-introduction).
+introduction). A question with ``"absent"`` (what it asks about, which the document never names) has no
+answer there and counts only toward ``abstained_on_unanswerable``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ def supported(answer: str, pages: list[int], key_terms: list[str], gold_pages: l
 
 def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Path = DEFAULT_DATA_ROOT,
                    router: Any = None, questions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Ingest the questions' PDFs into a fresh store and ask each question with its PDF selected.
+    """Ingest the questions' PDFs into the store in ``workdir`` and ask each question with its PDF selected.
+
+    A PDF already stored there (a kept library, ``--library``) is not ingested again.
 
     Raises:
         FileNotFoundError: A PDF the questions name is missing.
@@ -58,7 +62,7 @@ def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Pat
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found (../shared/data/pdfs)")
         result = ingestor.ingest_path(path)
-        if not result.ok:
+        if not result.ok and not (result.status == "duplicate" and result.doc_id):
             raise RuntimeError(f"ingesting {name} failed: {result.error}")
         doc_ids[name] = result.doc_id
     engine = CitewiseQueryEngine.from_config(config, store, LLMRunner(llm))
@@ -66,17 +70,26 @@ def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Pat
     for q in questions:
         result = engine.answer(q["question"], doc_ids=[doc_ids[q["file"]]])
         pages = [p for c in result.citations for p, rects in (c.pages or [(c.page, c.highlights)])]
-        rows.append({"file": q["file"], "question": q["question"], "answer": result.answer, "draft": result.draft,
+        answerable = not q.get("absent")
+        rows.append({"file": q["file"], "question": q["question"], "answerable": answerable,
+                     "answer": result.answer, "draft": result.draft,
                      "abstained": result.abstained, "cited_pages": sorted(set(pages)),
                      "sources_pages": [s.page_start for s in result.sources],
-                     "supported": not result.abstained and supported(result.answer, pages, q["key_terms"], q["pages"]),
+                     "supported": answerable and not result.abstained
+                     and supported(result.answer, pages, q["key_terms"], q["pages"]),
                      "verification": result.verification, "ttft_ms": result.timings.get("ttft_ms"),
                      "total_ms": result.timings.get("total_ms"), "error": result.error})
         logger.info("broad %d/%d abstained=%s supported=%s", len(rows), len(questions), result.abstained,
                     rows[-1]["supported"])
     store.close()
-    n = len(rows)
-    return {"dataset": "broad", "questions": n,
-            "answered": round(sum(not r["abstained"] for r in rows) / n, 4) if n else None,
-            "answered_and_supported": round(sum(r["supported"] for r in rows) / n, 4) if n else None,
+    answerable = [r for r in rows if r["answerable"]]
+    unanswerable = [r for r in rows if not r["answerable"]]
+    return {"dataset": "broad", "questions": len(answerable), "unanswerable": len(unanswerable),
+            "answered": _share(sum(not r["abstained"] for r in answerable), len(answerable)),
+            "answered_and_supported": _share(sum(r["supported"] for r in answerable), len(answerable)),
+            "abstained_on_unanswerable": _share(sum(r["abstained"] for r in unanswerable), len(unanswerable)),
             "rows": rows}
+
+
+def _share(count: int, total: int) -> float | None:
+    return round(count / total, 4) if total else None

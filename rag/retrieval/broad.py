@@ -160,7 +160,7 @@ def asks_about_whole_document(question: str, subject: str = "") -> bool:
     """
     if named_section(question) is not None:
         return False
-    return not (_content_words(plain_question(question)) - _frame_tokens() - _content_words(plain_question(subject)))
+    return not (_content_words(plain_question(question)) - frame_tokens() - _content_words(plain_question(subject)))
 
 
 def section_chunks(chunks: Sequence, section: SectionName) -> list:
@@ -218,7 +218,7 @@ def _by_position(chunks: Sequence, number: str) -> list:
 
 
 def _by_title(chunks: Sequence, title: str) -> list:
-    wanted = _content_words(title) - _frame_tokens()
+    wanted = _content_words(title) - frame_tokens()
     if not wanted:
         return []
     best, best_share = None, 0.5
@@ -247,7 +247,7 @@ def _content_words(text: str) -> set[str]:
 
 
 @lru_cache(maxsize=1)
-def _frame_tokens() -> frozenset[str]:
+def frame_tokens() -> frozenset[str]:
     return frozenset(_content_words(_FRAME_WORDS))
 
 

@@ -200,6 +200,24 @@ def test_a_summary_ending_in_not_found_keeps_what_it_said_and_a_factoid_answer_d
     assert short.abstained and factoid.abstained and factoid.answer == ABSTAIN_EN
 
 
+def test_a_broad_question_about_what_no_source_names_is_refused_before_the_model_is_asked(store, docs,
+                                                                                         small_chunks) -> None:
+    gated = replace(small_chunks, generation=replace(small_chunks.generation, answer_check=True,
+                                                     broad_topic_min=0.3))
+    absent = "Summarise what the report says about the copyright and licensing of its tablets."
+    llm = ScriptedLLM(replies=["The report licenses its tablets [1]."])
+    refused = _engine(store, llm, gated).answer(absent)
+    verdict = refused.trace["answerability"]
+    assert refused.abstained and refused.answer == ABSTAIN_EN and llm.prompts == []  # decided without the model
+    assert verdict["method"] == "topic" and verdict["answerable"] is False and "copyright" in verdict["reason"]
+    # a summary of what the sources do cover is answered, and "Ask anyway" skips the check
+    covered = _engine(store, ScriptedLLM(replies=[f"{fixtures.EN_FACT} [1]"]), gated).answer(
+        "Summarise what the report says about the daily dose of ibuprofen.")
+    assert not covered.abstained and covered.trace["answerability"]["answerable"] is True
+    anyway = _engine(store, ScriptedLLM(replies=[f"{fixtures.EN_FACT} [1]"]), gated).answer(absent, skip_gate=True)
+    assert anyway.trace["answerability"] == {"skipped": "ask anyway"}
+
+
 def test_follow_up_is_condensed_before_retrieval(store, docs, small_chunks) -> None:
     llm = ScriptedLLM(replies=["What is the maximum daily dose of ibuprofen for adults?", "1200 milligrams [1]."])
     history = [ChatTurn("user", "Tell me about the ibuprofen study."),

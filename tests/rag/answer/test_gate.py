@@ -24,7 +24,7 @@ from rag.answer.gate import (
 from rag.config import RagConfig
 from rag.ingest.ingestor import Ingestor
 from rag.models.llm_embedded import EmbeddedLLM
-from rag.prompts import ABSTAIN_EN, ABSTAIN_ZH, ANSWER_CHECK_LINE
+from rag.prompts import ABSTAIN_EN, ABSTAIN_ZH, ANSWER_CHECK_LINE, BROAD_CHECK_LINE
 from tests import fixtures
 from tests.fakes import ScriptedLLM, make_engine
 
@@ -214,3 +214,30 @@ def test_without_the_question_coverage_is_unknown_not_measured_on_the_prompt(wor
     assert verdict.coverage is None and verdict.answerable
     asked = engine.check_answerable(stream.request, stream.messages, stream.sources, stream.retrieval, EN_Q)
     assert asked.coverage is not None and asked.coverage > 0.6
+
+
+class BundledNamedLLM(ScriptedLLM):
+    """A scripted model under the bundled 1.5B model's name, so its calibrated gates apply."""
+
+    model_name: str = "qwen2.5-1.5b-instruct"
+
+
+def test_a_broad_question_asks_whether_the_sources_speak_to_it_and_weighs_that_with_the_topic_share(world) -> None:
+    store, config = world
+    summary = "Summarise what the report says about the daily dose of ibuprofen for adults."
+    llm = BundledNamedLLM(replies=["yes", f"{fixtures.EN_FACT} [1]"])
+    answered = _engine(store, llm, config).answer(summary)
+    verdict = answered.trace["answerability"]
+    assert BROAD_CHECK_LINE in llm.prompts[0] and ANSWER_CHECK_LINE not in llm.prompts[0]
+    assert verdict["method"] == "topic+P(yes)" and verdict["answerable"] and verdict["p_yes"] == 1.0
+    assert not answered.abstained
+    # the model's "no" on the same sources refuses, without generating, and the refusal names both signals
+    refusing = BundledNamedLLM(replies=["no", f"{fixtures.EN_FACT} [1]"])
+    refused = _engine(store, refusing, config).answer(summary)
+    assert refused.abstained and len(refusing.prompts) == 1
+    assert "P(yes)=0.00" in refused.trace["answerability"]["reason"]
+    # with calibration off, any model is judged by the topic share alone, asked nothing
+    plain = replace(config, generation=replace(config.generation, answer_check_calibrated=False))
+    alone = BundledNamedLLM(replies=[f"{fixtures.EN_FACT} [1]"])
+    assert not _engine(store, alone, plain).answer(summary).abstained
+    assert all(BROAD_CHECK_LINE not in prompt for prompt in alone.prompts)

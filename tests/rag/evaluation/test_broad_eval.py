@@ -51,7 +51,7 @@ def test_the_blind_holdout_set_is_well_formed_and_named_on_the_command_line() ->
         assert q["key_terms"] and q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
 
 
-@pytest.mark.parametrize("name", ["broad-holdout2", "broad-holdout3"])
+@pytest.mark.parametrize("name", ["broad-holdout2", "broad-holdout3", "broad-holdout4"])
 def test_the_later_blind_sets_are_well_formed(name: str) -> None:
     from rag.evaluation.answers import BROAD_SETS
 
@@ -60,3 +60,34 @@ def test_the_later_blind_sets_are_well_formed(name: str) -> None:
     for q in questions:
         assert q["key_terms"] and all(isinstance(term, str) and term for term in q["key_terms"])
         assert q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
+
+
+@pytest.mark.parametrize("name", ["broad-unanswerable-dev", "broad-unanswerable-report"])
+def test_the_sets_of_questions_their_documents_do_not_cover_are_well_formed(name: str) -> None:
+    from rag.evaluation.answers import BROAD_SETS
+
+    questions = load_questions(BROAD_SETS[name])
+    assert len(questions) == 8 and sum(q["file"].startswith("zh/") for q in questions) == 4
+    for q in questions:
+        assert q["absent"] and all(isinstance(term, str) and term for term in q["absent"])
+        assert "key_terms" not in q and "pages" not in q
+
+
+def test_a_question_its_document_does_not_cover_counts_only_toward_abstention(config: RagConfig, fake_router,
+                                                                              tmp_path: Path) -> None:
+    (tmp_path / "pdfs" / "en").mkdir(parents=True)
+    fixtures.make_english_pdf(tmp_path / "pdfs" / "en")
+    llm = RoutedLLM(replies=["This report describes a small clinical study [1]."])
+    questions = [{"file": "en/report.pdf", "question": "What is this report about? Summarise it.",
+                  "key_terms": ["clinical study"], "pages": [1]},
+                 {"file": "en/report.pdf", "question": "Summarise the report's cost-effectiveness analysis.",
+                  "absent": ["cost-effectiveness"]}]
+    report = evaluate_broad(config, llm, tmp_path / "w", data_root=tmp_path, router=fake_router, questions=questions)
+    assert report["questions"] == 1 and report["unanswerable"] == 1
+    assert report["answered_and_supported"] == 1.0  # the unanswerable question's row does not dilute it
+    unanswerable = report["rows"][1]
+    assert not unanswerable["answerable"] and not unanswerable["supported"]
+    assert report["abstained_on_unanswerable"] == (1.0 if unanswerable["abstained"] else 0.0)
+    # a kept library is asked again without ingesting the PDF a second time
+    again = evaluate_broad(config, llm, tmp_path / "w", data_root=tmp_path, router=fake_router, questions=questions)
+    assert [r["sources_pages"] for r in again["rows"]] == [r["sources_pages"] for r in report["rows"]]

@@ -1,0 +1,121 @@
+"""Whether the sources given for a broad question are about what it asks: the check that answers "not found" to a
+summary, overview or comparison, so that the model is never asked to judge it.
+
+Under the broad answer rules the 1.5B model replied "not found" to broad questions with the right pages in front
+of it (docs/answering.md, "Broad questions"), and the factoid gate was never fitted for them. What a broad question
+asks about is named by its rare words once the words that only frame a request are set aside ("summarise",
+"paper", 概括, 哪些): a library that holds none of "copyright", "licensing" or "redistribution" cannot summarise
+how a corpus was licensed, however much it says about the corpus. So the check is the IDF-weighted share of the
+question's topic words that the sources hold between them, and it needs no model call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Sequence
+
+from rag.answer.gate import Gate, Verdict
+from rag.answer.types import Source
+from rag.retrieval.broad import frame_tokens
+from rag.retrieval.evidence import IdfLookup, question_terms
+from rag.text.tokenizer import tokenize
+
+_WORDS = re.compile(r"[\w'’-]+")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_APOSTROPHE = re.compile(r"['’]")
+
+
+@dataclass(frozen=True)
+class TopicShare:
+    """How much of what a broad question asks about the sources name.
+
+    Args:
+        share: IDF-weighted share of the question's topic words found in the sources' text (0..1); None when the
+            question has no topic words beyond its frame (then there is nothing to check).
+        missing: The topic words no source holds, rarest first.
+    """
+
+    share: float | None
+    missing: list[str]
+
+
+# Beyond the broad frame (rag.retrieval.broad: "summarise", "paper", 概括 ...): how a reader phrases a request to a
+# person ("Can you walk me through ...", "I'd like to know the gist", 帮我整理一下, 大概讲讲), and the names of a
+# document's parts, which a source need not repeat ("Section 5.2", 年报里, 第4章中这一节).
+_REQUEST_WORDS = (
+    "i me my mine myself you your yours we us our he she him her his its be been being have has had having am get "
+    "gets got make makes made like want wants wanted know knows think thinks tell walk through go going over break "
+    "down gist rundown takeaway takeaways interested interest curious actually really basically just also still even "
+    "so very much more most some any all each both either other another same own one thing things way ways kind sort "
+    "part parts section sections chapter chapters page pages end ends first last later "
+    "我 我们 你 你们 他们 它 它们 帮 帮我 想 想要 知道 了解 讲讲 说说 说一下 讲一下 整理 梳理 一下 大概 大致 具体 分别 "
+    "各自 各 又 还 都 就 再 跟 里 中 后来 到底 打算 年报 年度报告 章 节 一节 章节 部分 最后 后面"
+)
+
+
+@lru_cache(maxsize=1)
+def _not_topic() -> frozenset[str]:
+    return frame_tokens() | frozenset(tokenize(_REQUEST_WORDS))
+
+
+def topic_terms(question: str, idf: IdfLookup | None) -> dict[str, float]:
+    """The question's search terms without the words that frame a request, with their IDF weights.
+
+    Also left out: contractions ("i'd", "isn't") and single Chinese characters (我, 跟, 做), which are function
+    words far more often than topics.
+    """
+    skip = _not_topic()
+    return {term: weight for term, weight in question_terms(question, idf).items()
+            if term not in skip and not _APOSTROPHE.search(term) and not (len(term) == 1 and _CJK.match(term))}
+
+
+def topic_share(question: str, sources: Sequence[Source], idf: IdfLookup | None) -> TopicShare:
+    """The share of the question's topic words that the sources hold between them, and those they lack."""
+    weights = topic_terms(question, idf)
+    total = sum(weights.values())
+    if not weights or total <= 0:
+        return TopicShare(None, [])
+    present: set[str] = set()
+    for source in sources:
+        present.update(tokenize(source.text))
+    missing = sorted((term for term in weights if term not in present), key=lambda term: -weights[term])
+    return TopicShare(round(sum(w for term, w in weights.items() if term in present) / total, 4), missing)
+
+
+def topic_verdict(topic: TopicShare, minimum: float, question: str, *, p_yes: float | None = None,
+                  gate: Gate | None = None) -> Verdict:
+    """The verdict for a broad question: with a calibrated ``gate`` and the model's ``p_yes``, the gate's line over
+    (P(yes), topic share); otherwise answer unless the sources hold under ``minimum`` of its topic words.
+
+    A question with no topic words beyond its frame counts as fully covered; an unknown P(yes) falls back to the
+    topic share alone.
+    """
+    share = 1.0 if topic.share is None else topic.share
+    if gate is not None and p_yes is not None:
+        rule = f"{gate.w_yes:.2f}*P(yes) + {gate.w_coverage:.2f}*topic share {gate.bias:+.2f} >= 0"
+        score, method = gate.score(p_yes, share), "topic+P(yes)"
+        shown = f"P(yes)={p_yes:.2f}, topic share={share:.2f}"
+    else:
+        rule = f"topic share >= {minimum:g}"
+        score, method = share - minimum, "topic"
+        shown = f"topic share={share:.2f}"
+    p_yes = None if p_yes is None else round(p_yes, 4)
+    if score >= 0:
+        return Verdict(True, p_yes, topic.share, round(score, 4), rule, None, method, shown)
+    words = ", ".join(asked_words(question, topic.missing)[:5])
+    lacking = f"; none mentions {words}" if words else ""
+    return Verdict(False, p_yes, topic.share, round(score, 4), rule, None, method,
+                   f"the sources are unlikely to be about what the question asks ({shown}: {rule} fails{lacking})")
+
+
+def asked_words(question: str, tokens: Sequence[str]) -> list[str]:
+    """The question's own words behind search tokens (a stem such as "licens" shown as "licensing")."""
+    wanted = set(tokens)
+    words: list[str] = []
+    for word in _WORDS.findall(question):
+        found = [token for token in tokenize(word) if token in wanted]
+        # a Chinese "word" here is a whole clause: its missing jieba words are shown, not the clause
+        words.extend(found if _CJK.search(word) else [word] if found else [])
+    return list(dict.fromkeys(words)) or list(tokens)

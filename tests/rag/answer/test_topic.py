@@ -1,0 +1,47 @@
+"""The broad topic check: do the sources given for a summary name what it asks about?"""
+
+from __future__ import annotations
+
+from rag.answer.topic import asked_words, topic_share, topic_terms, topic_verdict
+from rag.answer.types import Source
+
+
+def _source(n: int, text: str) -> Source:
+    return Source(n=n, chunk_id=f"c{n}", doc_id="d", file_name="paper.pdf", page_start=1, page_end=1, text=text,
+                  score=1.0)
+
+
+SOURCES = [_source(1, "S2ORC is a corpus of 81.1M English academic papers. We parse PDFs with GROBID and link "
+                      "citations to papers."),
+           _source(2, "The corpus is built from publisher PDFs and arXiv LaTeX sources.")]
+
+
+def test_the_frame_of_a_request_is_not_its_topic() -> None:
+    # search tokens (English stems) of the words that name the topic, and nothing of "please summarise this paper"
+    assert set(topic_terms("Please summarise what this paper says about citation linking.", None)) == {"citat", "link"}
+
+
+def test_a_summary_of_what_the_sources_cover_has_a_higher_share_than_one_of_what_they_never_name() -> None:
+    covered = topic_share("Summarise how the corpus parses PDFs and links citations.", SOURCES, None)
+    absent = topic_share("Give me an overview of the copyright and licensing side of the release.", SOURCES, None)
+    assert covered.share is not None and absent.share is not None
+    assert covered.share > 0.8 > 0.3 > absent.share
+    assert covered.missing == [] and absent.missing
+
+
+def test_only_frame_words_leave_nothing_to_check() -> None:
+    assert topic_share("Summarise this paper.", SOURCES, None).share is None
+    assert topic_verdict(topic_share("Summarise this paper.", SOURCES, None), 0.5, "Summarise this paper.").answerable
+
+
+def test_the_verdict_refuses_under_the_minimum_and_names_the_questions_own_words() -> None:
+    question = "Give me an overview of the copyright and licensing side of the release."
+    verdict = topic_verdict(topic_share(question, SOURCES, None), 0.5, question)
+    assert not verdict.answerable and verdict.method == "topic" and verdict.score is not None and verdict.score < 0
+    assert "copyright" in verdict.reason and "licensing" in verdict.reason  # words as asked, not stems
+    assert topic_verdict(topic_share(question, SOURCES, None), 0.0, question).answerable
+
+
+def test_chinese_missing_words_are_shown_as_words_not_the_whole_clause() -> None:
+    assert asked_words("华锦股份在新能源领域有什么布局？", ["新能源"]) == ["新能源"]
+    assert asked_words("Explain the licensing terms.", ["licens"]) == ["licensing"]
