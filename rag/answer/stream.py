@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import nullcontext
-from dataclasses import replace
 from typing import Any, ContextManager, Iterator, Protocol, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -22,16 +21,14 @@ from llama_index.core.base.llms.types import ChatMessage
 from rag.answer.citations import (abstain_text, add_inferred_markers, cited_sentences, is_abstention,
                                   without_abstention)
 from rag.answer.confidence import answer_confidence, check_confidence
-from rag.answer.gate import (Verdict, broad_gate_for, check_messages, confidence_threshold_for,
-                             verify_thresholds_for, yes_probability)
+from rag.answer.gate import Verdict, confidence_threshold_for, verify_thresholds_for
 from rag.answer.groundedness import check_groundedness
 from rag.answer.llm_runner import LLMRunner, RequestLLM
 from rag.answer.locate import locate_citations
-from rag.answer.topic import topic_share, topic_verdict
+from rag.answer.topic import check_broad
 from rag.answer.types import AnswerResult, Citation, Source
 from rag.answer.verify import revise, verify_claims
 from rag.config import RagConfig
-from rag.prompts import BROAD_CHECK_LINE
 from rag.retrieval.broad import is_broad
 from rag.retrieval.query import RetrievalResult
 from rag.text.language import detect_language
@@ -157,35 +154,17 @@ class AnswerStream:
         if self.skip_gate:
             self._trace["answerability"] = {"skipped": "ask anyway"}
             return None
-        if self._broad:
-            # a broad question's answer is spread over passages: the factoid gate was never fitted for it
-            return self._check_topic()
-        verdict = self.engine.check_answerable(self.request, self.messages, self.sources, self.retrieval,
-                                               self.standalone_question)
+        if self._broad:  # the factoid gate was never fitted for a summary; its rules leave "not found" to this check
+            verdict = check_broad(self.request, self.messages, self.sources, self.standalone_question,
+                                  self.engine.config.generation, getattr(self.engine.store.keywords, "idf", None))
+        else:
+            verdict = self.engine.check_answerable(self.request, self.messages, self.sources, self.retrieval,
+                                                   self.standalone_question)
         self._trace["answerability"] = verdict.to_dict()
         self._timings["answer_check_ms"] = verdict.ms
         stats = getattr(self.request.llm, "last_check_stats", None) or {}
         if stats.get("prompt_eval_tokens") is not None:  # what the first token waited for (the gate's prefill)
             self._timings["gate_prompt_tokens"] = int(stats["prompt_eval_tokens"])
-        return verdict
-
-    def _check_topic(self) -> Verdict:
-        """Whether a broad question's sources are about what it asks (``rag.answer.topic``); its answer rules leave
-        "not found" to this check, not to the model. The bundled model's calibrated gate also asks it, on the answer
-        prompt (whose KV cache the answer then reuses); any other model is judged by the topic share alone."""
-        settings = self.engine.config.generation
-        started = time.perf_counter()
-        topic = topic_share(self.standalone_question, self.sources, getattr(self.engine.store.keywords, "idf", None))
-        gate = broad_gate_for(self.request.llm, settings)
-        p_yes = None
-        if gate is not None and self.messages is not None:
-            probe = check_messages(self.messages, BROAD_CHECK_LINE)
-            outcome = self.request.call("answerability check", lambda llm: yes_probability(llm, probe))
-            p_yes = outcome[0] if outcome is not None else None
-        verdict = replace(topic_verdict(topic, settings.broad_topic_min, self.standalone_question, p_yes=p_yes,
-                                        gate=gate), ms=_ms(started))
-        self._trace["answerability"] = verdict.to_dict()
-        self._timings["answer_check_ms"] = verdict.ms
         return verdict
 
     def _record_speed(self, started: float, first: float | None, pieces: int) -> None:
@@ -263,12 +242,8 @@ class AnswerStream:
         return self._result
 
     def _partial_broad_answer(self, answer: str) -> tuple[str, bool, list[Any]]:
-        """A summary that ends with "not found" for a part it lacked keeps what it did say; its claims are still
-        verified (uncited ones must match a source), so only "not found" itself is taken away.
-
-        The 1.5B model copied a book's comparison of GBDT and XGBoost, then added "The answer was not found in your
-        documents."; counting the whole as a refusal hid a right answer.
-        """
+        """A summary ending in "not found" for a part it lacked keeps the rest, still verified: the 1.5B model copied
+        a book's comparison of GBDT and XGBoost, then added "not found", and a refusal hid a right answer."""
         rest = without_abstention(answer)
         if len(rest) < PARTIAL_ANSWER_MIN_CHARS:
             return answer, True, []

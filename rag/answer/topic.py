@@ -12,12 +12,17 @@ question's topic words that the sources hold between them, and it needs no model
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Any, Sequence
 
-from rag.answer.gate import Gate, Verdict
+from llama_index.core.base.llms.types import ChatMessage
+
+from rag.answer.gate import Gate, Verdict, broad_gate_for, check_messages, yes_probability
+from rag.answer.llm_runner import RequestLLM
 from rag.answer.types import Source
+from rag.prompts import BROAD_CHECK_LINE
 from rag.retrieval.broad import frame_tokens
 from rag.retrieval.evidence import IdfLookup, question_terms
 from rag.text.tokenizer import tokenize
@@ -82,6 +87,24 @@ def topic_share(question: str, sources: Sequence[Source], idf: IdfLookup | None)
         present.update(tokenize(source.text))
     missing = sorted((term for term in weights if term not in present), key=lambda term: -weights[term])
     return TopicShare(round(sum(w for term, w in weights.items() if term in present) / total, 4), missing)
+
+
+def check_broad(request: RequestLLM, messages: list[ChatMessage] | None, sources: Sequence[Source], question: str,
+                settings: Any, idf: IdfLookup | None) -> Verdict:
+    """The verdict for a broad question: the bundled model's calibrated gate also asks the model, on the answer
+    prompt (whose KV cache the answer then reuses), whether the sources speak to the question; any other model is
+    judged by the topic share alone."""
+    started = time.perf_counter()
+    topic = topic_share(question, sources, idf)
+    gate = broad_gate_for(request.llm, settings)
+    p_yes = None
+    if gate is not None and messages is not None:
+        probe = check_messages(messages, BROAD_CHECK_LINE)
+        outcome = request.call("answerability check", lambda llm: yes_probability(llm, probe))
+        p_yes = outcome[0] if outcome is not None else None
+    verdict = topic_verdict(topic, settings.broad_topic_min, question, p_yes=p_yes, gate=gate)
+    verdict.ms = round((time.perf_counter() - started) * 1000, 1)
+    return verdict
 
 
 def topic_verdict(topic: TopicShare, minimum: float, question: str, *, p_yes: float | None = None,
