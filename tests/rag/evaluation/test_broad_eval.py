@@ -27,14 +27,22 @@ def test_supported_needs_a_key_term_and_a_cited_gold_page() -> None:
     assert not supported("It is about music [1].", [1], ["corpus"], [1, 2])
 
 
+SUMMARY = {"file": "en/report.pdf", "question": "What is this report about? Summarise it.",
+           "key_terms": ["clinical study"], "pages": [1]}
+
+
+def _run(config: RagConfig, router, tmp_path: Path, questions: list[dict]) -> dict:
+    """The broad run over the fixture report, kept in ``tmp_path / "w"``, its model replying with a summary."""
+    (tmp_path / "pdfs" / "en").mkdir(parents=True, exist_ok=True)
+    if not (tmp_path / "pdfs" / "en" / "report.pdf").exists():
+        fixtures.make_english_pdf(tmp_path / "pdfs" / "en")
+    llm = RoutedLLM(replies=["This report describes a small clinical study [1]."])
+    return evaluate_broad(config, llm, tmp_path / "w", data_root=tmp_path, router=router, questions=questions)
+
+
 def test_a_summary_question_gets_the_documents_opening_and_is_scored(config: RagConfig, fake_router,
                                                                     tmp_path: Path) -> None:
-    (tmp_path / "pdfs" / "en").mkdir(parents=True)
-    fixtures.make_english_pdf(tmp_path / "pdfs" / "en")
-    llm = RoutedLLM(replies=["This report describes a small clinical study [1]."])
-    questions = [{"file": "en/report.pdf", "question": "What is this report about? Summarise it.",
-                  "key_terms": ["clinical study"], "pages": [1]}]
-    report = evaluate_broad(config, llm, tmp_path / "w", data_root=tmp_path, router=fake_router, questions=questions)
+    report = _run(config, fake_router, tmp_path, [SUMMARY])
     (row,) = report["rows"]
     assert 1 in row["sources_pages"]  # the opening passage was added for the broad question
     assert row["supported"] and report["answered_and_supported"] == 1.0
@@ -75,14 +83,9 @@ def test_the_sets_of_questions_their_documents_do_not_cover_are_well_formed(name
 
 def test_a_question_its_document_does_not_cover_counts_only_toward_abstention(config: RagConfig, fake_router,
                                                                               tmp_path: Path) -> None:
-    (tmp_path / "pdfs" / "en").mkdir(parents=True)
-    fixtures.make_english_pdf(tmp_path / "pdfs" / "en")
-    llm = RoutedLLM(replies=["This report describes a small clinical study [1]."])
-    questions = [{"file": "en/report.pdf", "question": "What is this report about? Summarise it.",
-                  "key_terms": ["clinical study"], "pages": [1]},
-                 {"file": "en/report.pdf", "question": "Summarise the report's cost-effectiveness analysis.",
-                  "absent": ["cost-effectiveness"]}]
-    report = evaluate_broad(config, llm, tmp_path / "w", data_root=tmp_path, router=fake_router, questions=questions)
+    questions = [SUMMARY, {"file": "en/report.pdf", "question": "Summarise the report's cost-effectiveness analysis.",
+                           "absent": ["cost-effectiveness"]}]
+    report = _run(config, fake_router, tmp_path, questions)
     assert report["questions"] == 1 and report["unanswerable"] == 1
     assert report["answered_and_supported"] == 1.0  # the unanswerable question's row does not dilute it
     unanswerable = report["rows"][1]
@@ -90,5 +93,5 @@ def test_a_question_its_document_does_not_cover_counts_only_toward_abstention(co
     assert not unanswerable["answerable"] and not unanswerable["supported"] and unanswerable["abstained"]
     assert report["abstained_on_unanswerable"] == 1.0
     # a kept library is asked again without ingesting the PDF a second time
-    again = evaluate_broad(config, llm, tmp_path / "w", data_root=tmp_path, router=fake_router, questions=questions)
+    again = _run(config, fake_router, tmp_path, questions)
     assert [r["sources_pages"] for r in again["rows"]] == [r["sources_pages"] for r in report["rows"]]
