@@ -273,3 +273,17 @@ def test_the_models_own_refusal_says_so_in_its_words_as_text(app: AppTest, llm: 
     said = [c for c in shown if "the model replied that its sources do not hold the answer" in c]
     assert said and "\\*\\*bold\\*\\*" in said[0], shown  # its words escaped: no markup from the model
 
+
+
+@pytest.mark.parametrize("llm", [RoutedLLM(replies=[ANSWER])])
+def test_a_summary_of_what_no_source_names_is_refused_with_the_missing_words_and_can_be_asked_anyway(
+        app: AppTest, llm: RoutedLLM, tmp_path: Path) -> None:
+    ingest(fixtures.make_english_pdf(tmp_path))
+    app.run()
+    ask(app, "Summarise what the report says about the **copyright** and licensing of its tablets.")
+    refused = messages(app)[-1]["result"]
+    assert refused.abstained and refused.trace["answerability"]["method"] == "topic"
+    shown = [c.value for c in app.caption]
+    said = [c for c in shown if "unlikely to be about what the question asks" in c]
+    assert said and "copyright" in said[0] and "**copyright**" not in said[0], shown  # the user's words as text
+    assert any(b.label == "Ask anyway" for b in app.button)
