@@ -82,7 +82,7 @@ CALIBRATED_GATES: dict[tuple[str, str], Gate] = {
 
 # The broad-question gate per bundled model, both languages (rag.answer.topic): P(yes) to "do the sources say anything
 # about what this question asks?" and the topic share stand in the line's two places. Chosen by `python -m
-# rag.lab.broad_topic --with-llm` on the development sets (48 broad questions of broad, broad-holdout 1-3 and the 8 of
+# rag.lab.broad_topic --with-llm` on the development sets (58 broad questions of broad, broad-holdout 1-3 and the 8 of
 # broad-unanswerable-dev; docs/answering.md): the equal weights and offset with the most abstention at false
 # abstention <= 0.15. Any other model uses the topic share alone (generation.broad_topic_min).
 CALIBRATED_BROAD_GATES: dict[str, Gate] = {
