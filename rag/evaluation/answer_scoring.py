@@ -114,17 +114,17 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             refusals[r["refused_by"]] = refusals.get(r["refused_by"], 0) + 1
     return {
         "answerable": len(answerable), "unanswerable": len(impossible),
-        "abstention": _share(sum(r["abstained"] for r in impossible), len(impossible)),
-        "false_abstention": _share(sum(r["abstained"] for r in answerable), len(answerable)),
+        "abstention": share_of(sum(r["abstained"] for r in impossible), len(impossible)),
+        "false_abstention": share_of(sum(r["abstained"] for r in answerable), len(answerable)),
         "false_abstention_by": refusals,
         # of the false abstentions, how many had a gold answer in the fitted evidence the model saw
         "false_abstention_gold_in_evidence": sum(1 for r in answerable if r["abstained"] and r.get("gold_in_evidence")),
-        "gold_in_evidence": _share(sum(bool(r.get("gold_in_evidence")) for r in answerable), len(answerable)),
-        "answered_and_right": _share(len(right), len(answerable)),
-        "unsupported_rate": _share(sum(bool(r.get("unsupported")) for r in shown), len(shown)),
+        "gold_in_evidence": share_of(sum(bool(r.get("gold_in_evidence")) for r in answerable), len(answerable)),
+        "answered_and_right": share_of(len(right), len(answerable)),
+        "unsupported_rate": share_of(sum(bool(r.get("unsupported")) for r in shown), len(shown)),
         "shown": len(shown),
-        "highlight_gold_span": _share(sum(bool(r.get("highlight_gold_span")) for r in right), len(right)),
-        "f1": _share(sum(r.get("f1", 0.0) for r in answerable), len(answerable)),
+        "highlight_gold_span": share_of(sum(bool(r.get("highlight_gold_span")) for r in right), len(right)),
+        "f1": share_of(sum(r.get("f1", 0.0) for r in answerable), len(answerable)),
         "ttft_ms_p50": _pct([r["ttft_ms"] for r in rows], 50), "ttft_ms_p95": _pct([r["ttft_ms"] for r in rows], 95),
         "ttft_ms_p50_generated": _pct([r["ttft_ms"] for r in generated], 50),
         "total_ms_p50": _pct([r["total_ms"] for r in rows], 50), "total_ms_p95": _pct([r["total_ms"] for r in rows], 95),
@@ -133,7 +133,8 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _share(part: float, whole: int) -> float | None:
+def share_of(part: float, whole: int) -> float | None:
+    """``part / whole`` rounded to 4 places; None for an empty whole."""
     return round(part / whole, 4) if whole else None
 
 

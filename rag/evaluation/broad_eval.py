@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.config import RagConfig
+from rag.evaluation.answer_scoring import share_of
 from rag.evaluation.datasets import DEFAULT_DATA_ROOT
 
 logger = logging.getLogger(__name__)
@@ -85,11 +86,8 @@ def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Pat
     answerable = [r for r in rows if r["answerable"]]
     unanswerable = [r for r in rows if not r["answerable"]]
     return {"dataset": "broad", "questions": len(answerable), "unanswerable": len(unanswerable),
-            "answered": _share(sum(not r["abstained"] for r in answerable), len(answerable)),
-            "answered_and_supported": _share(sum(r["supported"] for r in answerable), len(answerable)),
-            "abstained_on_unanswerable": _share(sum(r["abstained"] for r in unanswerable), len(unanswerable)),
+            "answered": share_of(sum(not r["abstained"] for r in answerable), len(answerable)),
+            "answered_and_supported": share_of(sum(r["supported"] for r in answerable), len(answerable)),
+            "abstained_on_unanswerable": share_of(sum(r["abstained"] for r in unanswerable), len(unanswerable)),
             "rows": rows}
 
-
-def _share(count: int, total: int) -> float | None:
-    return round(count / total, 4) if total else None

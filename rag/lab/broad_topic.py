@@ -1,12 +1,13 @@
-"""Replay the broad topic check (``rag.answer.topic``) on broad-question sets without generating answers.
+"""Replay the broad gate (``rag.answer.topic``) on broad-question sets without generating answers, and choose it.
 
 It builds (or reuses) one library of the sets' PDFs, prepares each question's answer as the app does (retrieval,
-the broad passages, the context budget) and records the topic share of the sources the model would read, then
-prints each question's share and, over answerable against unanswerable questions, the AUC, the rates at each
-threshold and the threshold with the largest abstention minus false abstention (the lowest of equals). Choose the
-threshold on development sets only.
+the broad passages, the context budget) and records the topic share of the sources the model would read and, with
+``--with-llm``, the model's P(yes) to the broad check line. It prints each question's share, the AUC of each signal
+(answerable above unanswerable questions) and, per weight of P(yes) against the topic share, the threshold with the
+most abstention on the unanswerable questions while false abstention on the answerable ones stays within
+``--max-false`` (the lowest false abstention of equals). Choose on development sets only.
 
-    python -m rag.lab.broad_topic --library /tmp/libs broad-holdout broad-holdout2 broad-unanswerable-dev
+    python -m rag.lab.broad_topic --with-llm --library /tmp/libs broad broad-holdout broad-unanswerable-dev
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from rag.cli.common import add_global_options, configure
 from rag.config import RagConfig
 
 logger = logging.getLogger(__name__)
+
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # of P(yes) against the topic share
 
 
 def replay_sets(names: list[str], config: RagConfig, library: Path, llm: Any, *,
@@ -33,11 +36,8 @@ def replay_sets(names: list[str], config: RagConfig, library: Path, llm: Any, *,
     """
     from dataclasses import replace
 
-    from llama_index.core.base.llms.types import ChatMessage, MessageRole
-
     from rag.answer.engine import CitewiseQueryEngine
-    from rag.answer.gate import top_similarity, yes_probability
-    from rag.prompts import BROAD_CHECK_LINE
+    from rag.answer.gate import check_messages, top_similarity, yes_probability
     from rag.answer.llm_runner import LLMRunner
     from rag.answer.topic import topic_share
     from rag.evaluation.answers import BROAD_SETS
@@ -45,6 +45,7 @@ def replay_sets(names: list[str], config: RagConfig, library: Path, llm: Any, *,
     from rag.evaluation.datasets import DEFAULT_DATA_ROOT
     from rag.index.store import DocumentStore
     from rag.ingest.ingestor import Ingestor
+    from rag.prompts import BROAD_CHECK_LINE
     from rag.runtime import build_router
 
     questions = [(name, q) for name in names for q in load_questions(BROAD_SETS[name])]
@@ -61,9 +62,7 @@ def replay_sets(names: list[str], config: RagConfig, library: Path, llm: Any, *,
         topic = topic_share(stream.standalone_question, stream.sources, store.keywords.idf)
         p_yes = None
         if with_llm and stream.messages:
-            *head, last = stream.messages
-            probe = [*head, ChatMessage(role=MessageRole.USER, content=f"{last.content}\n\n{BROAD_CHECK_LINE}")]
-            p_yes = yes_probability(llm, probe)[0]
+            p_yes = yes_probability(llm, check_messages(stream.messages, BROAD_CHECK_LINE))[0]
         rows.append({"set": name, "question": q["question"], "answerable": not q.get("absent"),
                      "share": topic.share, "missing": topic.missing[:6], "p_yes": p_yes,
                      "similarity": top_similarity(stream.retrieval, stream.sources),
@@ -80,6 +79,31 @@ def auc(positives: list[float], negatives: list[float]) -> float | None:
     return round(wins / (len(positives) * len(negatives)), 3)
 
 
+def choose_line(rows: list[dict[str, Any]], weights: Sequence[float], max_false: float) -> list[dict[str, Any]]:
+    """Per weight ``w`` of P(yes) (``1 - w`` of the topic share, which counts 1.0 when a question has no topic words,
+    as the app counts it), the threshold with the most abstention on the unanswerable rows while false abstention on
+    the answerable ones is at most ``max_false``, the lowest false abstention of equals. Rows without P(yes) count
+    only at ``w = 0``."""
+    chosen = []
+    for w in weights:
+        scored = [(w * (r["p_yes"] or 0.0) + (1 - w) * (1.0 if r["share"] is None else r["share"]), r["answerable"])
+                  for r in rows if w == 0 or r.get("p_yes") is not None]
+        answerable = [score for score, ok in scored if ok]
+        unanswerable = [score for score, ok in scored if not ok]
+        if not answerable or not unanswerable:
+            continue
+        best = None
+        for threshold in sorted({round(score + 1e-4, 4) for score, _ in scored}):
+            false = sum(score < threshold for score in answerable) / len(answerable)
+            caught = sum(score < threshold for score in unanswerable) / len(unanswerable)
+            if false <= max_false and (best is None or (caught, -false) > (best["abstention"], -best["false"])):
+                best = {"w_yes": w, "threshold": threshold, "abstention": caught, "false": false}
+        if best is not None:
+            best["auc"] = auc(answerable, unanswerable)
+            chosen.append(best)
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag.lab.broad_topic", description=__doc__.splitlines()[0])
     add_global_options(parser)
@@ -87,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--library", required=True, type=Path, help="where the library is built and kept")
     parser.add_argument("--with-llm", action="store_true",
                         help="also ask the model whether the sources say anything about the question (P(yes))")
+    parser.add_argument("--max-false", type=float, default=0.15,
+                        help="the most false abstention on answerable questions a chosen line may have (0.15)")
     parser.add_argument("--out", type=Path, default=None, help="write the rows here (JSON)")
     args = parser.parse_args(argv)
     config = configure(args)
@@ -103,22 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         share = "n/a" if row["share"] is None else f"{row['share']:.2f}"
         print(f"{row['set']:<26} {'A' if row['answerable'] else 'U'} {share:>5} missing={row['missing']} "
               f"| {row['question'][:70]}")
-    for signal in ("p_yes", "similarity"):
+    for signal in ("share", "p_yes", "similarity"):
         values = [r for r in rows if r.get(signal) is not None]
-        print(f"AUC of {signal}: {auc([r[signal] for r in values if r['answerable']], [r[signal] for r in values if not r['answerable']])}")
-    known = [r for r in rows if r["share"] is not None]
-    answerable = sorted(r["share"] for r in known if r["answerable"])
-    unanswerable = sorted(r["share"] for r in known if not r["answerable"])
-    print(f"answerable {len(answerable)}, unanswerable {len(unanswerable)}, AUC {auc(answerable, unanswerable)}")
-    best: tuple[float, float] | None = None
-    for threshold in sorted({round(s + 0.005, 3) for s in answerable + unanswerable} | {0.0}):
-        refused = sum(s < threshold for s in answerable) / max(len(answerable), 1)
-        caught = sum(s < threshold for s in unanswerable) / max(len(unanswerable), 1)
-        print(f"min {threshold:.3f}: abstention on unanswerable {caught:.2f}, false abstention {refused:.2f}")
-        if best is None or caught - refused > best[1] + 1e-9:
-            best = (threshold, caught - refused)
-    if best is not None:
-        print(f"chosen: min {best[0]:.3f} (abstention minus false abstention {best[1]:.2f})")
+        ranked = auc([r[signal] for r in values if r["answerable"]], [r[signal] for r in values if not r["answerable"]])
+        print(f"AUC of {signal}: {ranked}")
+    lines = choose_line(rows, WEIGHTS if args.with_llm else (0.0,), args.max_false)
+    for line in lines:
+        print(f"{line['w_yes']:.2f}*P(yes) + {1 - line['w_yes']:.2f}*topic share >= {line['threshold']:.4f}: AUC "
+              f"{line['auc']}, abstention {line['abstention']:.3f}, false abstention {line['false']:.3f}")
+    if lines:
+        best = max(lines, key=lambda line: (line["abstention"], -line["false"]))
+        print(f"chosen: {best['w_yes']:.2f}*P(yes) + {1 - best['w_yes']:.2f}*topic share >= {best['threshold']:.4f}")
     return 0
 
 
