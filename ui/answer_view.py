@@ -191,9 +191,15 @@ def render_refusal(result: AnswerResult, *, key: str, ask_anyway: bool) -> None:
 
 
 def render_verification(result: AnswerResult) -> None:
-    """Claims removed from the answer because their cited source does not state them."""
+    """Claims re-cited to the source that states them, and claims removed because their cited source does not."""
+    if result.abstained:
+        return
+    recited = [c for c in result.verification if c.get("supported") and c.get("check") == "recited"]
+    if recited:
+        lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in recited)
+        st.caption(f":material/swap_horiz: Re-cited {len(recited)} claim(s) to the source that states them:\n\n{lines}")
     failed = [c for c in result.verification if not c.get("supported")]
-    if result.abstained or not failed:
+    if not failed:
         return
     lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in failed)
     st.warning(f"**Removed {len(failed)} claim(s) that the cited sources do not state:**\n\n{lines}",

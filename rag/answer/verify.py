@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
-from rag.answer.citations import CitedSentence, answer_pieces, best_quote, infer_source, strip_markers
+from rag.answer.citations import (MARKER_RE, CitedSentence, answer_pieces, best_quote, infer_source,
+                                  strip_markers)
 from rag.answer.gate import yes_probability
 from rag.answer.types import Source
 from rag.prompts import (VERIFY_ASK, VERIFY_ASK_BROAD, VERIFY_PROMPT, answer_system_prompt, as_quoted_data,
@@ -40,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 IdfLookup = Callable[[Iterable[str]], dict[str, float]]
 
+# The share of a claim's words another source must hold before the claim is re-cited to it: the bar that matches an
+# uncited sentence to its source (rag.answer.citations.infer_source, as the stream calls it).
+RECITE_OVERLAP = 0.4
 # How much of an answer with no claim the verification record repeats (it may be a loop of hundreds of tokens).
 UNCITED_TEXT_CHARS = 200
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -58,11 +62,13 @@ class ClaimCheck:
         source: The source number it was checked against (None when it cites none).
         supported: True when every check passed.
         reason: Why it failed, in words ("" when supported).
-        check: "content", "anchor", "llm", "uncited" or "" (which check decided).
+        check: "content", "anchor", "llm", "uncited" or "" (which check decided); "recited" for a claim its cited
+            source does not state and another source does.
         missing: The claim's specific content (or the question's rare words) the source lacks.
         quote: The source sentences the claim was compared with.
         p_yes: The LLM's P(yes), when it was asked.
         anchor: Share of the question's rare words in the source.
+        recited_from: The source numbers the claim cited, when ``source`` is another that states it.
     """
 
     sentence: str
@@ -74,6 +80,7 @@ class ClaimCheck:
     quote: str = ""
     p_yes: float | None = None
     anchor: float | None = None
+    recited_from: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,6 +178,8 @@ def verify_claims(question: str, sentences: Sequence[CitedSentence], sources: Se
                 continue
             cited = [matched]
         check = _check_one(question, sentence.text, cited, weights, anchor_min, broad)
+        if not check.supported and check.check in ("content", "anchor"):
+            check = _recited(question, sentence.text, cited, sources, weights, anchor_min, broad) or check
         if check.supported and llm is not None and asked < max_llm_claims:
             asked += 1
             _llm_check(llm, question, check, threshold)
@@ -203,6 +212,26 @@ def _check_one(question: str, claim: str, cited: list[Source], weights: dict[str
             continue
         return ClaimCheck(claim, source.n, True, quote=quote, anchor=None if share is None else round(share, 3))
     return failures[0]
+
+
+def _recited(question: str, claim: str, cited: list[Source], sources: Sequence[Source], weights: dict[str, float],
+             anchor_min: float, broad: bool) -> ClaimCheck | None:
+    """The claim re-cited to the one other source that shares most of its words and passes the same checks, or None.
+
+    The 1.5B model copies a sentence from one source and numbers it after another ("由于目前无法获得配套煤炭资源…[1]",
+    copied from [2]); dropping it would hide a stated fact, keeping its marker would highlight the wrong passage.
+    """
+    numbers = [source.n for source in cited]
+    match = infer_source(claim, [source for source in sources if source.n not in numbers], min_overlap=RECITE_OVERLAP)
+    if match is None:
+        return None
+    check = _check_one(question, claim, [match], weights, anchor_min, broad)
+    if not check.supported:
+        return None
+    cited_text = ", ".join(f"[{n}]" for n in numbers)
+    check.check, check.recited_from = "recited", numbers
+    check.reason = f"cited {cited_text}, which does not state it; source [{match.n}] does"
+    return check
 
 
 def _llm_check(llm: Any, question: str, check: ClaimCheck, threshold: float) -> None:
@@ -238,14 +267,37 @@ def verify_messages(question: str, claim: str, quote: str, n: int, model: str | 
 
 
 def revise(answer: str, checks: Sequence[ClaimCheck]) -> tuple[str, bool]:
-    """(the answer without its failed claims, whether nothing verified is left).
+    """(the answer without its failed claims and with re-cited claims' markers changed, whether nothing verified is
+    left).
 
     Sentences that are not claims (no source, nothing specific) stay only beside a verified claim.
     """
     failed = {c.sentence for c in checks if not c.supported}
-    if not failed:
+    recited = {c.sentence: c.source for c in checks if c.supported and c.recited_from}
+    if not failed and not recited:
         return answer, False
     if not any(c.supported for c in checks):
         return "", True
-    kept = [piece for piece in answer_pieces(answer) if strip_markers(piece) not in failed]
+    kept = []
+    for piece in answer_pieces(answer):
+        claim = strip_markers(piece)
+        if claim in failed:
+            continue
+        if claim in recited:  # its markers, wherever the model put them, become the one source that states it
+            piece = MARKER_RE.sub("", piece)
+            piece = _before_end(piece, f"[{recited[claim]}]")
+        kept.append(piece)
     return " ".join(kept), False
+
+
+def _before_end(piece: str, marker: str) -> str:
+    """``marker`` placed before the sentence's closing punctuation ("… in 2019 [2].")."""
+    body = piece.rstrip()
+    end = len(body)
+    while end and body[end - 1] in ".!?。！？":
+        end -= 1
+    if not end:
+        return f"{marker}{body}"
+    text = body[:end].rstrip()
+    gap = "" if re.match(r"[\u3000-\u9fff\uff00-\uffef]", text[-1:]) else " "  # no space inside Chinese text
+    return f"{text}{gap}{marker}{body[end:]}"

@@ -66,9 +66,33 @@ def replay_sets(names: list[str], config: RagConfig, library: Path, llm: Any, *,
         rows.append({"set": name, "question": q["question"], "answerable": not q.get("absent"),
                      "share": topic.share, "missing": topic.missing[:6], "p_yes": p_yes,
                      "similarity": top_similarity(stream.retrieval, stream.sources),
-                     "pages": [s.page_start for s in stream.sources]})
+                     "pages": [s.page_start for s in stream.sources], "route": _broad_route(stream.retrieval),
+                     **passage_reach(q, stream.sources)})
     store.close()
     return rows
+
+
+def _broad_route(retrieval: Any) -> str:
+    """What the broad stage did with the question (its note or fallback), "" when it did not run."""
+    stage = retrieval.trace.get("broad") if retrieval is not None else None
+    if stage is None:
+        return ""
+    return "; ".join([*stage.notes, stage.fallback_reason]).strip("; ")
+
+
+def passage_reach(question: dict[str, Any], sources: Sequence[Any]) -> dict[str, Any]:
+    """What of an answerable question's gold the sources hold: a gold page, and the share of its key terms.
+
+    A key term given in several scripts (``[simplified, traditional]``) counts once, found in any of them.
+    """
+    if question.get("absent") or not question.get("pages"):
+        return {}
+    gold = set(question["pages"])
+    text = " ".join(source.text for source in sources).lower()
+    terms = [term if isinstance(term, list) else [term] for term in question.get("key_terms", [])]
+    found = sum(any(form.lower() in text for form in forms) for forms in terms)
+    return {"gold_page": any(gold & set(range(s.page_start, s.page_end + 1)) for s in sources),
+            "terms_found": round(found / len(terms), 3) if terms else None}
 
 
 def auc(positives: list[float], negatives: list[float]) -> float | None:
@@ -133,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         values = [r for r in rows if r.get(signal) is not None]
         ranked = auc([r[signal] for r in values if r["answerable"]], [r[signal] for r in values if not r["answerable"]])
         print(f"AUC of {signal}: {ranked}")
+    reached = [r for r in rows if "gold_page" in r]
+    if reached:
+        terms = [r["terms_found"] for r in reached if r["terms_found"] is not None]
+        print(f"passages: a gold page among the sources for {sum(r['gold_page'] for r in reached)} of {len(reached)} "
+              f"answerable questions; key terms in the sources, mean share {sum(terms) / max(len(terms), 1):.3f}")
     lines = choose_line(rows, WEIGHTS if args.with_llm else (0.0,), args.max_false)
     for line in lines:
         print(f"{line['w_yes']:.2f}*P(yes) + {1 - line['w_yes']:.2f}*topic share >= {line['threshold']:.4f}: AUC "

@@ -287,3 +287,24 @@ def test_a_summary_of_what_no_source_names_is_refused_with_the_missing_words_and
     said = [c for c in shown if "unlikely to be about what the question asks" in c]
     assert said and "copyright" in said[0] and "**copyright**" not in said[0], shown  # the user's words as text
     assert any(b.label == "Ask anyway" for b in app.button)
+
+
+@pytest.mark.parametrize("llm", [RoutedLLM(replies=["The maximum daily dose of ibuprofen for adults is 1200 "
+                                                    "milligrams [2]."])])
+def test_a_claim_citing_the_wrong_source_is_recited_and_the_page_says_so_as_text(app: AppTest, llm: RoutedLLM,
+                                                                               monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RAG_GENERATION__EVIDENCE_FITTING", "false")  # whole passages: several sources reach the model
+    monkeypatch.setenv("RAG_GENERATION__MAX_CONTEXT_TOKENS", "900")
+    monkeypatch.setenv("RAG_CHUNKING__CHUNK_SIZE", "64")
+    monkeypatch.setenv("RAG_CHUNKING__CHUNK_OVERLAP", "8")
+    ingest(fixtures.make_english_pdf(tmp_path))
+    app.run()
+    ask(app)
+    result = messages(app)[-1]["result"]
+    stating = [s.n for s in result.sources if "1200" in s.text]
+    assert len(result.sources) >= 2 and stating and 2 not in stating  # the scripted answer cites a wrong source
+    assert not result.abstained and result.answer.endswith(f"[{stating[0]}].")
+    assert [c.n for c in result.citations] == [stating[0]] and result.draft.endswith("[2].")
+    shown = [c.value.replace("\\", "") for c in app.caption]
+    said = [c for c in shown if "Re-cited 1 claim(s) to the source that states them" in c]
+    assert said and f"cited [2], which does not state it; source [{stating[0]}] does" in said[0], shown

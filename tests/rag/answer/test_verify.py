@@ -123,6 +123,45 @@ def test_only_failed_claims_are_removed_when_another_claim_holds() -> None:
     assert not refused and revised == "Chopin moved to Paris in 1831 [1]."
 
 
+def test_a_claim_numbered_after_the_wrong_source_is_recited_to_the_source_that_states_it() -> None:
+    question = "When did Chopin move to Paris?"
+    answer = "Chopin moved to Paris in 1831 [2]. He taught piano in Paris [1]."
+    checks = verify_claims(question, cited_sentences(answer, 2), _sources(BIO, FILM))
+    moved, kept = checks
+    assert moved.supported and moved.check == "recited" and moved.source == 1 and moved.recited_from == [2]
+    assert moved.reason == "cited [2], which does not state it; source [1] does" and "1831" in moved.quote
+    assert kept.supported and kept.check == "" and kept.recited_from == []
+    revised, refused = revise(answer, checks)
+    assert not refused
+    assert revised == "Chopin moved to Paris in 1831 [1]. He taught piano in Paris [1]."
+    # the markers are re-read from the revised answer, so the citation now points at the passage that states it
+    assert [s.numbers for s in cited_sentences(revised, 2)] == [[1], [1]]
+
+
+def test_a_claim_no_source_states_is_not_recited_but_removed() -> None:
+    # source [1] shares its words but not its year: a wrong number is never moved onto a passage that looks alike
+    answer = "Chopin moved to Paris in 1835 [2]. He taught piano in Paris [1]."
+    checks = verify_claims("When did Chopin move to Paris?", cited_sentences(answer, 2), _sources(BIO, FILM))
+    assert [(c.supported, c.check, c.source) for c in checks] == [(False, "content", 2), (True, "", 1)]
+    assert revise(answer, checks) == ("He taught piano in Paris [1].", False)
+
+
+def test_a_recited_claim_still_faces_the_llm_check_on_its_new_source() -> None:
+    sentences = cited_sentences("Chopin moved to Paris in 1831 [2].", 2)
+    no = ScriptedLLM(replies=["no"])
+    (check,) = verify_claims("When did Chopin move to Paris?", sentences, _sources(BIO, FILM), llm=no, threshold=0.5)
+    assert not check.supported and check.check == "llm" and check.source == 1 and check.recited_from == [2]
+    assert "Paris in 1831" in no.prompts[0] and "Spectre" not in no.prompts[0]
+
+
+def test_a_chinese_claim_is_recited_without_a_space_before_its_marker() -> None:
+    sources = _sources("华锦股份2019年度利润分配预案为每10股派发现金红利0.35元。", "由于无法获得配套煤炭资源，项目停建。")
+    answer = "由于无法获得配套煤炭资源，项目停建[1]。"
+    checks = verify_claims("项目为什么停建？", cited_sentences(answer, 2), sources)
+    assert [(c.check, c.source) for c in checks] == [("recited", 2)]
+    assert revise(answer, checks) == ("由于无法获得配套煤炭资源，项目停建[2]。", False)
+
+
 def test_an_answer_that_cites_and_matches_no_source_is_refused_with_the_reason() -> None:
     question = "華錦股份2019年的營收表現如何？年報是怎麼說明的？"
     loop = "年報是怎麼說明的？" * 40  # the 1.5B model looping on the question, as seen on a blind broad set

@@ -1,8 +1,9 @@
-"""The broad topic replay's ranking figure."""
+"""The broad topic replay's ranking figure and what of a question's gold its passages reach."""
 
 from __future__ import annotations
 
-from rag.lab.broad_topic import auc, choose_line
+from rag.answer.types import Source
+from rag.lab.broad_topic import auc, choose_line, passage_reach
 
 
 def test_auc_ranks_answerable_above_unanswerable_and_counts_ties_half() -> None:
@@ -22,3 +23,13 @@ def test_the_chosen_line_catches_the_most_unanswerable_questions_within_the_fals
     assert by_weight[0.5]["abstention"] == 1.0 and by_weight[0.5]["false"] == 0.0
     # a looser bound lets the share alone catch both, at one false refusal
     assert choose_line(rows, (0.0,), 0.34)[0]["abstention"] == 1.0
+
+
+def test_passage_reach_counts_a_gold_page_inside_a_passages_range_and_key_terms_in_either_script() -> None:
+    sources = [Source(n=1, chunk_id="a", doc_id="d", file_name="f.pdf", page_start=3, page_end=4,
+                      text="The Limitations section admits the Web search engine is a black box."),
+               Source(n=2, chunk_id="b", doc_id="d", file_name="f.pdf", page_start=9, page_end=9, text="关联采购占比")]
+    question = {"pages": [4, 12], "key_terms": ["black box", ["關聯採購", "关联采购"], "reward model", "BLEU"]}
+    assert passage_reach(question, sources) == {"gold_page": True, "terms_found": 0.5}
+    assert passage_reach({**question, "pages": [5]}, sources)["gold_page"] is False
+    assert passage_reach({**question, "absent": ["x"]}, sources) == {}  # nothing to reach on an unanswerable one
