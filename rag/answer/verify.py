@@ -278,16 +278,13 @@ def revise(answer: str, checks: Sequence[ClaimCheck]) -> tuple[str, bool]:
         return answer, False
     if not any(c.supported for c in checks):
         return "", True
-    kept = []
-    for piece in answer_pieces(answer):
+    for piece in answer_pieces(answer):  # in place, so an answer with nothing removed keeps its lines and lists
         claim = strip_markers(piece)
-        if claim in failed:
-            continue
         if claim in recited:  # its markers, wherever the model put them, become the one source that states it
-            piece = MARKER_RE.sub("", piece)
-            piece = _before_end(piece, f"[{recited[claim]}]")
-        kept.append(piece)
-    return " ".join(kept), False
+            answer = answer.replace(piece, _before_end(MARKER_RE.sub("", piece), f"[{recited[claim]}]"), 1)
+    if not failed:
+        return answer, False
+    return " ".join(piece for piece in answer_pieces(answer) if strip_markers(piece) not in failed), False
 
 
 def _before_end(piece: str, marker: str) -> str:

@@ -160,6 +160,10 @@ def test_a_chinese_claim_is_recited_without_a_space_before_its_marker() -> None:
     checks = verify_claims("项目为什么停建？", cited_sentences(answer, 2), sources)
     assert [(c.check, c.source) for c in checks] == [("recited", 2)]
     assert revise(answer, checks) == ("由于无法获得配套煤炭资源，项目停建[2]。", False)
+    # with nothing removed the answer keeps its layout: a summary's list stays a list
+    listed = "要点：\n- 由于无法获得配套煤炭资源，项目停建[1]。\n- 其他。"
+    checks = verify_claims("项目为什么停建？", cited_sentences(listed, 2), sources)
+    assert revise(listed, checks)[0] == "要点：\n- 由于无法获得配套煤炭资源，项目停建[2]。\n- 其他。"
 
 
 def test_an_answer_that_cites_and_matches_no_source_is_refused_with_the_reason() -> None:
