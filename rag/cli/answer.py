@@ -28,7 +28,7 @@ def add_commands(subparsers: Any) -> None:
     evaluate = subparsers.add_parser("eval-answers", help="answer quality on SQuAD / CMRC 2018 / a JSON file")
     evaluate.add_argument("--dataset", default="squad",
                           help="squad2, cjrc, ace-whqa, cuad (real unanswerables, paragraph in the library); "
-                               "squad, cmrc2018 (unanswerables left out); broad, broad-holdout … broad-holdout4 "
+                               "squad, cmrc2018 (unanswerables left out); broad, broad-holdout … broad-holdout5 "
                                "(summaries and comparisons over ../shared/data/pdfs), broad-unanswerable-dev, "
                                "broad-unanswerable-report (broad questions their document does not cover); "
                                "or a SQuAD-format JSON path")

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 _QUESTIONS = Path(__file__).resolve().parent
 # The broad-question sets: "broad" was used to choose how broad questions are handled, "broad-holdout" was
 # written blind afterwards and reported once, then used to choose too; "broad-holdout2" was written blind after
-# that and reported once, then used to choose too; "broad-holdout3" and "broad-holdout4" likewise after that. The
+# that and reported once, then used to choose too; "broad-holdout3" … "broad-holdout5" likewise after that. The
 # "broad-unanswerable" pair asks about what their documents do not cover: "-dev" to choose on, "-report" to report
 # (docs/answering.md, "Broad questions").
 BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
@@ -42,6 +42,7 @@ BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-holdout2": _QUESTIONS / "broad_questions_holdout2.json",
               "broad-holdout3": _QUESTIONS / "broad_questions_holdout3.json",
               "broad-holdout4": _QUESTIONS / "broad_questions_holdout4.json",
+              "broad-holdout5": _QUESTIONS / "broad_questions_holdout5.json",
               "broad-unanswerable-dev": _QUESTIONS / "broad_unanswerable_dev.json",
               "broad-unanswerable-report": _QUESTIONS / "broad_unanswerable_report.json"}
 

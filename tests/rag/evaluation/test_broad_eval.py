@@ -59,7 +59,7 @@ def test_the_blind_holdout_set_is_well_formed_and_named_on_the_command_line() ->
         assert q["key_terms"] and q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
 
 
-@pytest.mark.parametrize("name", ["broad-holdout2", "broad-holdout3", "broad-holdout4"])
+@pytest.mark.parametrize("name", ["broad-holdout2", "broad-holdout3", "broad-holdout4", "broad-holdout5"])
 def test_the_later_blind_sets_are_well_formed(name: str) -> None:
     from rag.evaluation.answers import BROAD_SETS
 
