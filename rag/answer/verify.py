@@ -44,6 +44,7 @@ IdfLookup = Callable[[Iterable[str]], dict[str, float]]
 # The share of a claim's words another source must hold before the claim is re-cited to it: the bar that matches an
 # uncited sentence to its source (rag.answer.citations.infer_source, as the stream calls it).
 RECITE_OVERLAP = 0.4
+RECITE_MIN_WORDS = 3
 # How much of an answer with no claim the verification record repeats (it may be a loop of hundreds of tokens).
 UNCITED_TEXT_CHARS = 200
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -178,7 +179,7 @@ def verify_claims(question: str, sentences: Sequence[CitedSentence], sources: Se
                 continue
             cited = [matched]
         check = _check_one(question, sentence.text, cited, weights, anchor_min, broad)
-        if not check.supported and check.check in ("content", "anchor"):
+        if broad and not check.supported and check.check in ("content", "anchor"):
             check = _recited(question, sentence.text, cited, sources, weights, anchor_min, broad) or check
         if check.supported and llm is not None and asked < max_llm_claims:
             asked += 1
@@ -218,9 +219,15 @@ def _recited(question: str, claim: str, cited: list[Source], sources: Sequence[S
              anchor_min: float, broad: bool) -> ClaimCheck | None:
     """The claim re-cited to the one other source that shares most of its words and passes the same checks, or None.
 
-    The 1.5B model copies a sentence from one source and numbers it after another ("由于目前无法获得配套煤炭资源…[1]",
-    copied from [2]); dropping it would hide a stated fact, keeping its marker would highlight the wrong passage.
+    Only for broad questions: writing a summary from several sources, the 1.5B model copies a sentence from one and
+    numbers it after another ("由于目前无法获得配套煤炭资源…[1]", copied from [2]); dropping it would hide a stated
+    fact, keeping its marker would highlight the wrong passage. A factoid answer that cites a source which does not
+    state it is refused as before: on the SQuAD 2.0 tuning questions the one such answer re-citing would have shown
+    was to an unanswerable question (docs/answering.md, "Re-cited claims"). A claim of fewer than
+    ``RECITE_MIN_WORDS`` words (a list's "2.") is not moved: any source would share them.
     """
+    if len(content_tokens(claim)) < RECITE_MIN_WORDS:
+        return None
     numbers = [source.n for source in cited]
     match = infer_source(claim, [source for source in sources if source.n not in numbers], min_overlap=RECITE_OVERLAP)
     if match is None:

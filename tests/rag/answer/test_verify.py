@@ -123,10 +123,10 @@ def test_only_failed_claims_are_removed_when_another_claim_holds() -> None:
     assert not refused and revised == "Chopin moved to Paris in 1831 [1]."
 
 
-def test_a_claim_numbered_after_the_wrong_source_is_recited_to_the_source_that_states_it() -> None:
+def test_a_summary_claim_numbered_after_the_wrong_source_is_recited_to_the_source_that_states_it() -> None:
     question = "When did Chopin move to Paris?"
     answer = "Chopin moved to Paris in 1831 [2]. He taught piano in Paris [1]."
-    checks = verify_claims(question, cited_sentences(answer, 2), _sources(BIO, FILM))
+    checks = verify_claims(question, cited_sentences(answer, 2), _sources(BIO, FILM), broad=True)
     moved, kept = checks
     assert moved.supported and moved.check == "recited" and moved.source == 1 and moved.recited_from == [2]
     assert moved.reason == "cited [2], which does not state it; source [1] does" and "1831" in moved.quote
@@ -141,7 +141,8 @@ def test_a_claim_numbered_after_the_wrong_source_is_recited_to_the_source_that_s
 def test_a_claim_no_source_states_is_not_recited_but_removed() -> None:
     # source [1] shares its words but not its year: a wrong number is never moved onto a passage that looks alike
     answer = "Chopin moved to Paris in 1835 [2]. He taught piano in Paris [1]."
-    checks = verify_claims("When did Chopin move to Paris?", cited_sentences(answer, 2), _sources(BIO, FILM))
+    checks = verify_claims("When did Chopin move to Paris?", cited_sentences(answer, 2), _sources(BIO, FILM),
+                           broad=True)
     assert [(c.supported, c.check, c.source) for c in checks] == [(False, "content", 2), (True, "", 1)]
     assert revise(answer, checks) == ("He taught piano in Paris [1].", False)
 
@@ -149,20 +150,36 @@ def test_a_claim_no_source_states_is_not_recited_but_removed() -> None:
 def test_a_recited_claim_still_faces_the_llm_check_on_its_new_source() -> None:
     sentences = cited_sentences("Chopin moved to Paris in 1831 [2].", 2)
     no = ScriptedLLM(replies=["no"])
-    (check,) = verify_claims("When did Chopin move to Paris?", sentences, _sources(BIO, FILM), llm=no, threshold=0.5)
+    (check,) = verify_claims("When did Chopin move to Paris?", sentences, _sources(BIO, FILM), llm=no, threshold=0.5,
+                             broad=True)
     assert not check.supported and check.check == "llm" and check.source == 1 and check.recited_from == [2]
     assert "Paris in 1831" in no.prompts[0] and "Spectre" not in no.prompts[0]
+
+
+def test_a_factoid_claim_citing_a_source_that_does_not_state_it_is_refused_not_recited() -> None:
+    # one claim on the wrong source is how a fabricated factoid answer looks (SQuAD 2.0 tuning rows): refused
+    (check,) = verify_claims("When did Chopin move to Paris?", cited_sentences("Chopin moved to Paris in 1831 [2].", 2),
+                             _sources(BIO, FILM))
+    assert not check.supported and check.check == "content" and check.recited_from == []
+
+
+def test_a_list_number_is_not_recited_though_another_source_states_it() -> None:
+    answer = "2 [1]. Step 2 loads the model [2]."  # a list's number the model cited on its own
+    checks = verify_claims("Summarise the pipeline.", cited_sentences(answer, 2),
+                           _sources("There are 3 retrievers.", "Step 2 loads the model."), broad=True)
+    assert [(c.sentence, c.supported, c.check) for c in checks] == [("2.", False, "content"),
+                                                                    ("Step 2 loads the model.", True, "")]
 
 
 def test_a_chinese_claim_is_recited_without_a_space_before_its_marker() -> None:
     sources = _sources("华锦股份2019年度利润分配预案为每10股派发现金红利0.35元。", "由于无法获得配套煤炭资源，项目停建。")
     answer = "由于无法获得配套煤炭资源，项目停建[1]。"
-    checks = verify_claims("项目为什么停建？", cited_sentences(answer, 2), sources)
+    checks = verify_claims("项目为什么停建？", cited_sentences(answer, 2), sources, broad=True)
     assert [(c.check, c.source) for c in checks] == [("recited", 2)]
     assert revise(answer, checks) == ("由于无法获得配套煤炭资源，项目停建[2]。", False)
     # with nothing removed the answer keeps its layout: a summary's list stays a list
     listed = "要点：\n- 由于无法获得配套煤炭资源，项目停建[1]。\n- 其他。"
-    checks = verify_claims("项目为什么停建？", cited_sentences(listed, 2), sources)
+    checks = verify_claims("项目为什么停建？", cited_sentences(listed, 2), sources, broad=True)
     assert revise(listed, checks)[0] == "要点：\n- 由于无法获得配套煤炭资源，项目停建[2]。\n- 其他。"
 
 
