@@ -5,7 +5,9 @@ the broad passages, the context budget) and records the topic share of the sourc
 ``--with-llm``, the model's P(yes) to the broad check line. It prints each question's share, the AUC of each signal
 (answerable above unanswerable questions) and, per weight of P(yes) against the topic share, the threshold with the
 most abstention on the unanswerable questions while false abstention on the answerable ones stays within
-``--max-false`` (the lowest false abstention of equals). Choose on development sets only.
+``--max-false`` (the lowest false abstention of equals). For each answerable question it also says whether a gold page
+is among those sources and what share of the question's key terms they hold (``passage_reach``), and prints both over
+the sets: whether retrieval, not the answer, is what falls short. Choose on development sets only.
 
     python -m rag.lab.broad_topic --with-llm --library /tmp/libs broad broad-holdout broad-unanswerable-dev
 """
