@@ -119,18 +119,20 @@ def run_child(config: RagConfig, body: str, *, timeout: float = 120, open_store:
 
 def wait_for_line(process: subprocess.Popen, expected: str, *, timeout: float = 60, stream: str = "stdout") -> str:
     """Read a ``Popen``'s ``stream`` until a line contains ``expected``; fail with what it printed otherwise."""
-    import select
+    import selectors
 
     deadline = time.monotonic() + timeout
     pipe = getattr(process, stream)
     seen = []
-    while time.monotonic() < deadline:
-        if select.select([pipe], [], [], 0.2)[0]:
-            line = pipe.readline()
-            seen.append(line)
-            if expected in line:
-                return line
-            if not line and process.poll() is not None:
-                break
+    with selectors.DefaultSelector() as readable:  # select.select fails on descriptors past 1024 in a long run
+        readable.register(pipe, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if readable.select(0.2):
+                line = pipe.readline()
+                seen.append(line)
+                if expected in line:
+                    return line
+                if not line and process.poll() is not None:
+                    break
     process.kill()
     raise AssertionError(f"child never printed {expected!r}; {stream} so far:\n{''.join(seen)}")

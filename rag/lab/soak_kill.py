@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import random
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -141,17 +141,19 @@ def _kill_round(work: Path, pdf: Path, result: Round) -> None:
     trigger = "parse" if result.kill_step is None else None
     fire_at = None
     assert child.stdout is not None
-    while child.poll() is None:
-        if fire_at is not None and time.monotonic() >= fire_at:
-            child.send_signal(signal.SIGKILL)
-            break
-        timeout = 0.05 if fire_at is not None else 1.0
-        if select.select([child.stdout], [], [], timeout)[0]:
-            line = child.stdout.readline()
-            if line.strip():
-                result.last_stage = json.loads(line)["stage"]
-                if result.last_stage == trigger and fire_at is None:
-                    fire_at = time.monotonic() + result.delay_s
+    # a selector, not select.select: in a long test run the pipe's descriptor can exceed select's limit of 1024
+    with selectors.DefaultSelector() as readable:
+        readable.register(child.stdout, selectors.EVENT_READ)
+        while child.poll() is None:
+            if fire_at is not None and time.monotonic() >= fire_at:
+                child.send_signal(signal.SIGKILL)
+                break
+            if readable.select(0.05 if fire_at is not None else 1.0):
+                line = child.stdout.readline()
+                if line.strip():
+                    result.last_stage = json.loads(line)["stage"]
+                    if result.last_stage == trigger and fire_at is None:
+                        fire_at = time.monotonic() + result.delay_s
     result.exit_code = child.wait(timeout=600)
     child.stdout.close()
 
