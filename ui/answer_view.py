@@ -177,7 +177,7 @@ def render_refusal(result: AnswerResult, *, key: str, ask_anyway: bool) -> None:
         return
     failed = [c for c in result.verification if not c.get("supported")]
     if failed:
-        lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in failed)
+        lines = _claim_lines(failed)
         why = ("the model was unsure of its answer" if all(c.get("check") == "confidence" for c in failed)
                else "the draft's claims are not stated by the sources they cite")
         st.caption(f"Not answered: {why}:\n\n{lines}")
@@ -196,14 +196,19 @@ def render_verification(result: AnswerResult) -> None:
         return
     recited = [c for c in result.verification if c.get("supported") and c.get("check") == "recited"]
     if recited:
-        lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in recited)
+        lines = _claim_lines(recited)
         st.caption(f":material/swap_horiz: Re-cited {len(recited)} claim(s) to the source that states them:\n\n{lines}")
     failed = [c for c in result.verification if not c.get("supported")]
     if not failed:
         return
-    lines = "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in failed)
+    lines = _claim_lines(failed)
     st.warning(f"**Removed {len(failed)} claim(s) that the cited sources do not state:**\n\n{lines}",
                icon=":material/rule:")
+
+
+def _claim_lines(checks: list[dict]) -> str:
+    """One Markdown list line per claim check: its sentence and the reason, both as escaped text."""
+    return "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in checks)
 
 
 def _request_ask_anyway(question: str) -> None:

@@ -105,12 +105,16 @@ def add_inferred_markers(answer: str, citations: Sequence[Any]) -> tuple[str, in
         if at < 0:
             continue
         end = at + len(citation.sentence)
-        body = citation.sentence.rstrip(".!?。！？")
-        cut = at + len(body)
-        space = "" if _CJK.search(body[-1:] or "") else " "
-        answer = f"{answer[:cut]}{space}[{citation.n}]{answer[cut:end]}{answer[end:]}"
+        answer = f"{answer[:at]}{with_marker(citation.sentence, citation.n)}{answer[end:]}"
         added += 1
     return answer, added
+
+
+def with_marker(sentence: str, n: int) -> str:
+    """``sentence`` with ``[n]`` before its closing punctuation, after a space unless the text before is Chinese."""
+    body = sentence.rstrip(".!?。！？")
+    space = "" if _CJK.search(body[-1:] or "") else " "
+    return f"{body}{space}[{n}]{sentence[len(body):]}"
 
 
 def strip_markers(text: str) -> str:

@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
-from rag.answer.citations import (MARKER_RE, CitedSentence, answer_pieces, best_quote, infer_source,
-                                  strip_markers)
+from rag.answer.citations import (CitedSentence, answer_pieces, best_quote, infer_source, strip_markers,
+                                  with_marker)
 from rag.answer.gate import yes_probability
 from rag.answer.types import Source
 from rag.prompts import (VERIFY_ASK, VERIFY_ASK_BROAD, VERIFY_PROMPT, answer_system_prompt, as_quoted_data,
@@ -288,20 +288,8 @@ def revise(answer: str, checks: Sequence[ClaimCheck]) -> tuple[str, bool]:
     for piece in answer_pieces(answer):  # in place, so an answer with nothing removed keeps its lines and lists
         claim = strip_markers(piece)
         if claim in recited:  # its markers, wherever the model put them, become the one source that states it
-            answer = answer.replace(piece, _before_end(MARKER_RE.sub("", piece), f"[{recited[claim]}]"), 1)
+            answer = answer.replace(piece, with_marker(claim, recited[claim]), 1)
     if not failed:
         return answer, False
     return " ".join(piece for piece in answer_pieces(answer) if strip_markers(piece) not in failed), False
 
-
-def _before_end(piece: str, marker: str) -> str:
-    """``marker`` placed before the sentence's closing punctuation ("… in 2019 [2].")."""
-    body = piece.rstrip()
-    end = len(body)
-    while end and body[end - 1] in ".!?。！？":
-        end -= 1
-    if not end:
-        return f"{marker}{body}"
-    text = body[:end].rstrip()
-    gap = "" if re.match(r"[\u3000-\u9fff\uff00-\uffef]", text[-1:]) else " "  # no space inside Chinese text
-    return f"{text}{gap}{marker}{body[end:]}"

@@ -18,9 +18,11 @@ from tests.children import wait_for_line
 
 
 def test_a_childs_line_is_read_when_its_pipe_is_past_descriptor_1024() -> None:
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < 1200:
-        pytest.skip(f"the open-file limit ({soft}) cannot hold 1,200 descriptors")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard open-file limit ({hard}) cannot hold 1,200 descriptors")
+    if soft != resource.RLIM_INFINITY and soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
     filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
     try:
         child = subprocess.Popen([sys.executable, "-c", "print('ready', flush=True)"], stdout=subprocess.PIPE,
@@ -32,3 +34,4 @@ def test_a_childs_line_is_read_when_its_pipe_is_past_descriptor_1024() -> None:
     finally:
         for fd in filler:
             os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
