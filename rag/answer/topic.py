@@ -47,8 +47,10 @@ class TopicShare:
 
 
 # Beyond the broad frame (rag.retrieval.broad: "summarise", "paper", 概括 ...): how a reader phrases a request to a
-# person ("Can you walk me through ...", "I'd like to know the gist", 帮我整理一下, 大概讲讲), and the names of a
-# document's parts, which a source need not repeat ("Section 5.2", 年报里, 第4章中这一节).
+# person ("Can you walk me through ...", "I'd like to know the gist", 帮我整理一下, 大概讲讲), the names of a
+# document's parts, which a source need not repeat ("Section 5.2", 年报里, 第4章中这一节), and the Chinese question
+# and pointing words that jieba keeps whole (哪几种, 怎么回事, 有没有, 一步步, 那一块), which, like "which", "that" or
+# "think", ask about a topic without naming it.
 _REQUEST_WORDS = (
     "i me my mine myself you your yours we us our he she him her his its be been being have has had having am get "
     "gets got make makes made like want wants wanted know knows think thinks tell walk through go going over break "
@@ -56,7 +58,8 @@ _REQUEST_WORDS = (
     "so very much more most some any all each both either other another same own one thing things way ways kind sort "
     "part parts section sections chapter chapters page pages end ends first last later "
     "我 我们 你 你们 他们 它 它们 帮 帮我 想 想要 知道 了解 讲讲 说说 说一下 讲一下 整理 梳理 一下 大概 大致 具体 分别 "
-    "各自 各 又 还 都 就 再 跟 里 中 后来 到底 打算 年报 年度报告 章 节 一节 章节 部分 最后 后面"
+    "各自 各 又 还 都 就 再 跟 里 中 后来 到底 打算 年报 年度报告 章 节 一节 章节 部分 最后 后面 "
+    "哪几 哪几种 哪几个 哪些方面 哪方面 哪一些 怎么回事 回事 有没有 是不是 一步步 步步 那个 这个 那些 这些 一块 那一块 觉得"
 )
 
 

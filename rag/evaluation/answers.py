@@ -34,17 +34,19 @@ logger = logging.getLogger(__name__)
 _QUESTIONS = Path(__file__).resolve().parent
 # The broad-question sets: "broad" was used to choose how broad questions are handled, "broad-holdout" was
 # written blind afterwards and reported once, then used to choose too; "broad-holdout2" was written blind after
-# that and reported once, then used to choose too; "broad-holdout3" … "broad-holdout5" likewise after that. The
-# "broad-unanswerable" pair asks about what their documents do not cover: "-dev" to choose on, "-report" to report
-# (docs/answering.md, "Broad questions").
+# that and reported once, then used to choose too; "broad-holdout3" … "broad-holdout6" likewise after that. The
+# "broad-unanswerable" sets ask about what their documents do not cover: "-dev" to choose on, "-report" reported once
+# and then used to choose too, "-holdout" written blind after that (docs/answering.md, "Broad questions").
 BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-holdout": _QUESTIONS / "broad_questions_holdout.json",
               "broad-holdout2": _QUESTIONS / "broad_questions_holdout2.json",
               "broad-holdout3": _QUESTIONS / "broad_questions_holdout3.json",
               "broad-holdout4": _QUESTIONS / "broad_questions_holdout4.json",
               "broad-holdout5": _QUESTIONS / "broad_questions_holdout5.json",
+              "broad-holdout6": _QUESTIONS / "broad_questions_holdout6.json",
               "broad-unanswerable-dev": _QUESTIONS / "broad_unanswerable_dev.json",
-              "broad-unanswerable-report": _QUESTIONS / "broad_unanswerable_report.json"}
+              "broad-unanswerable-report": _QUESTIONS / "broad_unanswerable_report.json",
+              "broad-unanswerable-holdout": _QUESTIONS / "broad_unanswerable_holdout.json"}
 
 
 def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:

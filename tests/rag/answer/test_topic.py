@@ -45,3 +45,10 @@ def test_the_verdict_refuses_under_the_minimum_and_names_the_questions_own_words
 def test_chinese_missing_words_are_shown_as_words_not_the_whole_clause() -> None:
     assert asked_words("华锦股份在新能源领域有什么布局？", ["新能源"]) == ["新能源"]
     assert asked_words("Explain the licensing terms.", ["licens"]) == ["licensing"]
+
+
+def test_chinese_question_and_pointing_words_are_not_topic_words() -> None:
+    # jieba keeps 哪几种 and 一步步 whole; they ask about a topic without naming it, so no source need hold them
+    terms = set(topic_terms("這個專案可以選哪幾種向量模型？是怎麼一步步切換的？", None))
+    assert not terms & {"哪几", "哪几种", "一步步", "步步"}
+    assert "向量" in terms or "向量模型" in terms
