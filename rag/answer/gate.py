@@ -84,7 +84,8 @@ CALIBRATED_GATES: dict[tuple[str, str], Gate] = {
 # about what this question asks?" and the topic share stand in the line's two places. Chosen by `python -m
 # rag.lab.broad_topic --with-llm` on the development sets (58 broad questions of broad, broad-holdout 1-3 and the 8 of
 # broad-unanswerable-dev; docs/answering.md): the equal weights and offset with the most abstention at false
-# abstention <= 0.15. Any other model uses the topic share alone (generation.broad_topic_min).
+# abstention <= 0.15. The same rule chose the same line again on 90 + 16 development questions (broad-holdout 4-5 and
+# broad-unanswerable-report added). Any other model uses the topic share alone (generation.broad_topic_min).
 CALIBRATED_BROAD_GATES: dict[str, Gate] = {
     "qwen2.5-1.5b-instruct": Gate(0.5, 0.5, -0.5945),
 }
