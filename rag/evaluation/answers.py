@@ -36,7 +36,7 @@ _QUESTIONS = Path(__file__).resolve().parent
 # written blind afterwards and reported once, then used to choose too; "broad-holdout2" was written blind after
 # that and reported once, then used to choose too; "broad-holdout3" … "broad-holdout6" likewise after that. The
 # "broad-unanswerable" sets ask about what their documents do not cover: "-dev" to choose on, "-report" reported once
-# and then used to choose too, "-holdout" written blind after that (docs/answering.md, "Broad questions").
+# and then used to choose too, "-holdout" and "-holdout2" written blind after that (docs/answering.md, "Broad questions").
 BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-holdout": _QUESTIONS / "broad_questions_holdout.json",
               "broad-holdout2": _QUESTIONS / "broad_questions_holdout2.json",
@@ -44,9 +44,11 @@ BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-holdout4": _QUESTIONS / "broad_questions_holdout4.json",
               "broad-holdout5": _QUESTIONS / "broad_questions_holdout5.json",
               "broad-holdout6": _QUESTIONS / "broad_questions_holdout6.json",
+              "broad-holdout7": _QUESTIONS / "broad_questions_holdout7.json",
               "broad-unanswerable-dev": _QUESTIONS / "broad_unanswerable_dev.json",
               "broad-unanswerable-report": _QUESTIONS / "broad_unanswerable_report.json",
-              "broad-unanswerable-holdout": _QUESTIONS / "broad_unanswerable_holdout.json"}
+              "broad-unanswerable-holdout": _QUESTIONS / "broad_unanswerable_holdout.json",
+              "broad-unanswerable-holdout2": _QUESTIONS / "broad_unanswerable_holdout2.json"}
 
 
 def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
