@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
+import jieba.posseg
 from llama_index.core.base.llms.types import ChatMessage
 
 from rag.answer.gate import Gate, Verdict, broad_gate_for, check_messages, yes_probability
@@ -63,20 +64,35 @@ _REQUEST_WORDS = (
 )
 
 
+# Each new set of Chinese questions brought request words no list had (为啥, 另外, 有些, 之类, 几项, 跟前), so a list
+# cannot be the whole answer. jieba's dictionary tags such words as pronouns (r), conjunctions (c), adverbs (d),
+# numerals and measure words (m, q), locatives (f), prepositions (p), particles (u), modal particles (y),
+# interjections (e) and onomatopoeia (o); what a question asks about is a noun, verb, adjective or name.
+_FUNCTION_CLASSES = frozenset("rcdmqfpuyo")
+
+
 @lru_cache(maxsize=1)
 def _not_topic() -> frozenset[str]:
     return frame_tokens() | frozenset(tokenize(_REQUEST_WORDS))
 
 
+@lru_cache(maxsize=4096)
+def _chinese_function_word(term: str) -> bool:
+    """Whether every part jieba's tagger cuts ``term`` into is a function class (``_FUNCTION_CLASSES``)."""
+    pieces = jieba.posseg.lcut(term)
+    return bool(pieces) and all(piece.flag == "e" or piece.flag[:1] in _FUNCTION_CLASSES for piece in pieces)
+
+
 def topic_terms(question: str, idf: IdfLookup | None) -> dict[str, float]:
     """The question's search terms without the words that frame a request, with their IDF weights.
 
-    Also left out: contractions ("i'd", "isn't") and single Chinese characters (我, 跟, 做), which are function
-    words far more often than topics.
+    Also left out: contractions ("i'd", "isn't"), single Chinese characters (我, 跟, 做), which are function
+    words far more often than topics, and Chinese words of a function class (为啥, 另外, 几项).
     """
     skip = _not_topic()
     return {term: weight for term, weight in question_terms(question, idf).items()
-            if term not in skip and not _APOSTROPHE.search(term) and not (len(term) == 1 and _CJK.match(term))}
+            if term not in skip and not _APOSTROPHE.search(term)
+            and not (_CJK.match(term) and (len(term) == 1 or _chinese_function_word(term)))}
 
 
 def topic_share(question: str, sources: Sequence[Source], idf: IdfLookup | None) -> TopicShare:

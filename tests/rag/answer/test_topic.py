@@ -52,3 +52,13 @@ def test_chinese_question_and_pointing_words_are_not_topic_words() -> None:
     terms = set(topic_terms("這個專案可以選哪幾種向量模型？是怎麼一步步切換的？", None))
     assert not terms & {"哪几", "哪几种", "一步步", "步步"}
     assert "向量" in terms or "向量模型" in terms
+
+
+def test_chinese_words_of_a_function_class_are_not_topic_words() -> None:
+    # jieba tags 为啥 and 有些 as pronouns, 另外 a conjunction, 特别 an adverb and 几项 a numeral: none is on any list,
+    # and none names what is asked
+    terms = set(topic_terms("建新化工为啥有些费用降了？另外特别想知道研发投入的几项变化。", None))
+    assert not terms & {"为啥", "有些", "另外", "特别", "几项"}
+    assert {"化工", "费用", "研发", "投入"} <= terms
+    # the nouns and verbs of what a document does not cover stay topic words
+    assert {"汽油", "加油站", "零售"} <= set(topic_terms("華錦股份的汽油最後是怎麼賣出去的？有沒有加油站零售網路？", None))
