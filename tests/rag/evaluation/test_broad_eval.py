@@ -72,13 +72,16 @@ def test_the_later_blind_sets_are_well_formed(name: str) -> None:
 
 
 @pytest.mark.parametrize(("name", "size"), [("broad-unanswerable-dev", 8), ("broad-unanswerable-report", 8),
-                                           ("broad-unanswerable-holdout", 12), ("broad-unanswerable-holdout2", 6)])
+                                           ("broad-unanswerable-holdout", 12), ("broad-unanswerable-holdout2", 6),
+                                           ("broad-unanswerable-holdout3", 8), ("broad-unanswerable-holdout4", 6)])
 def test_the_sets_of_questions_their_documents_do_not_cover_are_well_formed(name: str, size: int) -> None:
     from rag.evaluation.answers import BROAD_SETS
 
     questions = load_questions(BROAD_SETS[name])
     chinese = sum(q["file"].startswith("zh/") for q in questions)
-    assert len(questions) == size and chinese == (size if name.endswith("holdout2") else size // 2)
+    one_language = {"broad-unanswerable-holdout2": size, "broad-unanswerable-holdout3": size,
+                    "broad-unanswerable-holdout4": 0}
+    assert len(questions) == size and chinese == one_language.get(name, size // 2)
     for q in questions:
         assert q["absent"] and all(isinstance(term, str) and term for term in q["absent"])
         assert "key_terms" not in q and "pages" not in q
@@ -100,11 +103,13 @@ def test_a_question_its_document_does_not_cover_counts_only_toward_abstention(co
     assert [r["sources_pages"] for r in again["rows"]] == [r["sources_pages"] for r in report["rows"]]
 
 
-def test_the_chinese_blind_set_is_well_formed() -> None:
+@pytest.mark.parametrize(("name", "size", "language"), [("broad-holdout7", 8, "zh/"), ("broad-holdout8", 12, "zh/"),
+                                                       ("broad-holdout9", 8, "en/")])
+def test_the_one_language_blind_sets_are_well_formed(name: str, size: int, language: str) -> None:
     from rag.evaluation.answers import BROAD_SETS
 
-    questions = load_questions(BROAD_SETS["broad-holdout7"])
-    assert len(questions) == 8 and all(q["file"].startswith("zh/") for q in questions)
+    questions = load_questions(BROAD_SETS[name])
+    assert len(questions) == size and all(q["file"].startswith(language) for q in questions)
     for q in questions:
         assert q["key_terms"] and all(isinstance(term, str) and term for term in q["key_terms"])
         assert q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
