@@ -231,9 +231,14 @@ def test_a_broad_question_asks_whether_the_sources_speak_to_it_and_weighs_that_w
     assert BROAD_CHECK_LINE in llm.prompts[0] and ANSWER_CHECK_LINE not in llm.prompts[0]
     assert verdict["method"] == "topic+P(yes)" and verdict["answerable"] and verdict["p_yes"] == 1.0
     assert not answered.abstained
-    # the model's "no" on the same sources refuses, without generating, and the refusal names both signals
+    # on a question the sources hold only part of, the model's yes/no decides: its "no" refuses without generating,
+    # and the refusal names both signals
+    partly = f"{summary[:-1]} and about its effect on kidney function in elderly smokers."
+    agreeing = BundledNamedLLM(replies=["yes", f"{fixtures.EN_FACT} [1]"])
+    kept = _engine(store, agreeing, config).answer(partly)
+    assert 0.4 < kept.trace["answerability"]["coverage"] < 0.7 and not kept.abstained
     refusing = BundledNamedLLM(replies=["no", f"{fixtures.EN_FACT} [1]"])
-    refused = _engine(store, refusing, config).answer(summary)
+    refused = _engine(store, refusing, config).answer(partly)
     assert refused.abstained and len(refusing.prompts) == 1
     assert "P(yes)=0.00" in refused.trace["answerability"]["reason"]
     # with calibration off, any model is judged by the topic share alone, asked nothing
