@@ -62,3 +62,13 @@ def test_chinese_words_of_a_function_class_are_not_topic_words() -> None:
     assert {"化工", "费用", "研发", "投入"} <= terms
     # the nouns and verbs of what a document does not cover stay topic words
     assert {"汽油", "加油站", "零售"} <= set(topic_terms("華錦股份的汽油最後是怎麼賣出去的？有沒有加油站零售網路？", None))
+
+
+def test_english_function_words_are_not_topic_words_but_a_month_is() -> None:
+    terms = set(topic_terms("Where do the authors think this work should head next, and which base models sit "
+                            "underneath h2oGPT?", None))
+    assert not terms & {"where", "should", "next", "underneath", "which"}
+    assert {"head", "base", "model", "h2ogpt"} <= terms
+    # "may" is a modal verb and a month: a question about May's trips is about May
+    assert {"may", "trip", "driver"} <= set(topic_terms("What happened to trips in May, and how did drivers fare?",
+                                                         None))
