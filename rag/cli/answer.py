@@ -28,9 +28,9 @@ def add_commands(subparsers: Any) -> None:
     evaluate = subparsers.add_parser("eval-answers", help="answer quality on SQuAD / CMRC 2018 / a JSON file")
     evaluate.add_argument("--dataset", default="squad",
                           help="squad2, cjrc, ace-whqa, cuad (real unanswerables, paragraph in the library); "
-                               "squad, cmrc2018 (unanswerables left out); broad, broad-holdout … broad-holdout10 "
+                               "squad, cmrc2018 (unanswerables left out); broad, broad-holdout … broad-holdout11 "
                                "(summaries and comparisons over ../shared/data/pdfs), broad-unanswerable-dev, "
-                               "-report, -holdout … -holdout5 (broad questions their document does not cover); "
+                               "-report, -holdout … -holdout6 (broad questions their document does not cover); "
                                "or a SQuAD-format JSON path")
     evaluate.add_argument("--split", choices=["tune", "report"], default=None,
                           help="the part of a real-unanswerable set (default report; tune thresholds on tune)")

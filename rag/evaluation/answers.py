@@ -34,9 +34,9 @@ logger = logging.getLogger(__name__)
 _QUESTIONS = Path(__file__).resolve().parent
 # The broad-question sets: "broad" was used to choose how broad questions are handled, "broad-holdout" was
 # written blind afterwards and reported once, then used to choose too; "broad-holdout2" was written blind after
-# that and reported once, then used to choose too; "broad-holdout3" … "broad-holdout10" likewise after that. The
+# that and reported once, then used to choose too; "broad-holdout3" … "broad-holdout11" likewise after that. The
 # "broad-unanswerable" sets ask about what their documents do not cover: "-dev" to choose on, "-report" reported once
-# and then used to choose too, "-holdout" … "-holdout5" written blind after that (docs/answering.md, "Broad questions").
+# and then used to choose too, "-holdout" … "-holdout6" written blind after that (docs/answering.md, "Broad questions").
 BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-holdout": _QUESTIONS / "broad_questions_holdout.json",
               "broad-holdout2": _QUESTIONS / "broad_questions_holdout2.json",
@@ -48,13 +48,15 @@ BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-holdout8": _QUESTIONS / "broad_questions_holdout8.json",
               "broad-holdout9": _QUESTIONS / "broad_questions_holdout9.json",
               "broad-holdout10": _QUESTIONS / "broad_questions_holdout10.json",
+              "broad-holdout11": _QUESTIONS / "broad_questions_holdout11.json",
               "broad-unanswerable-dev": _QUESTIONS / "broad_unanswerable_dev.json",
               "broad-unanswerable-report": _QUESTIONS / "broad_unanswerable_report.json",
               "broad-unanswerable-holdout": _QUESTIONS / "broad_unanswerable_holdout.json",
               "broad-unanswerable-holdout2": _QUESTIONS / "broad_unanswerable_holdout2.json",
               "broad-unanswerable-holdout3": _QUESTIONS / "broad_unanswerable_holdout3.json",
               "broad-unanswerable-holdout4": _QUESTIONS / "broad_unanswerable_holdout4.json",
-              "broad-unanswerable-holdout5": _QUESTIONS / "broad_unanswerable_holdout5.json"}
+              "broad-unanswerable-holdout5": _QUESTIONS / "broad_unanswerable_holdout5.json",
+              "broad-unanswerable-holdout6": _QUESTIONS / "broad_unanswerable_holdout6.json"}
 
 
 def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:

@@ -74,14 +74,15 @@ def test_the_later_blind_sets_are_well_formed(name: str) -> None:
 @pytest.mark.parametrize(("name", "size"), [("broad-unanswerable-dev", 8), ("broad-unanswerable-report", 8),
                                            ("broad-unanswerable-holdout", 12), ("broad-unanswerable-holdout2", 6),
                                            ("broad-unanswerable-holdout3", 8), ("broad-unanswerable-holdout4", 6),
-                                           ("broad-unanswerable-holdout5", 8)])
+                                           ("broad-unanswerable-holdout5", 8), ("broad-unanswerable-holdout6", 6)])
 def test_the_sets_of_questions_their_documents_do_not_cover_are_well_formed(name: str, size: int) -> None:
     from rag.evaluation.answers import BROAD_SETS
 
     questions = load_questions(BROAD_SETS[name])
     chinese = sum(q["file"].startswith("zh/") for q in questions)
     one_language = {"broad-unanswerable-holdout2": size, "broad-unanswerable-holdout3": size,
-                    "broad-unanswerable-holdout4": 0, "broad-unanswerable-holdout5": 0}
+                    "broad-unanswerable-holdout4": 0, "broad-unanswerable-holdout5": 0,
+                    "broad-unanswerable-holdout6": size}
     assert len(questions) == size and chinese == one_language.get(name, size // 2)
     for q in questions:
         assert q["absent"] and all(isinstance(term, str) and term for term in q["absent"])
@@ -105,7 +106,8 @@ def test_a_question_its_document_does_not_cover_counts_only_toward_abstention(co
 
 
 @pytest.mark.parametrize(("name", "size", "language"), [("broad-holdout7", 8, "zh/"), ("broad-holdout8", 12, "zh/"),
-                                                       ("broad-holdout9", 8, "en/"), ("broad-holdout10", 8, "en/")])
+                                                       ("broad-holdout9", 8, "en/"), ("broad-holdout10", 8, "en/"),
+                                                       ("broad-holdout11", 8, "zh/")])
 def test_the_one_language_blind_sets_are_well_formed(name: str, size: int, language: str) -> None:
     from rag.evaluation.answers import BROAD_SETS
 
