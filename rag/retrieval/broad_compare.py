@@ -13,20 +13,28 @@ from rag.retrieval.broad import heading_parts, plain_question
 
 # The two things a comparison names: "How do RAPT and NC-RAPT differ?", "the difference between A and B",
 # "compare A with B", "A vs B", "A和B有什么区别", "比较A与B".
+# A compared thing never runs past the end of a sentence ("… already knows? Please summarize … parametric versus
+# retrieved knowledge" compares parametric and retrieved knowledge, not the sentence before).
+_THING = r"[^?!。？！]"
 _COMPARED = (
-    re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) (?:and|from) (.{2,80}?) differ",
+    re.compile(rf"(?:how|in what ways?) (?:do|does|did|is|are) ({_THING}{{2,80}}?) (?:and|from) ({_THING}{{2,80}}?) "
+               r"differ", re.IGNORECASE),
+    re.compile(rf"(?:how|in what ways?) (?:do|does|did|is|are) ({_THING}{{2,80}}?) differs? from ({_THING}{{2,80}}?)"
+               r"(?:[?!.,;]|$)", re.IGNORECASE),
+    re.compile(rf"differen(?:ce|ces|t) between ({_THING}{{2,80}}?) and ({_THING}{{2,80}}?)(?:[?!.,;]|$)",
                re.IGNORECASE),
-    re.compile(r"(?:how|in what ways?) (?:do|does|did|is|are) (.{2,80}?) differs? from (.{2,80}?)(?:[?!.,;]|$)",
-               re.IGNORECASE),
-    re.compile(r"differen(?:ce|ces|t) between (.{2,80}?) and (.{2,80}?)(?:[?!.,;]|$)", re.IGNORECASE),
-    re.compile(r"compare (?!with\b|to\b|against\b)([^,;?]{2,80}?) (?:with|to|and|against) ([^,;?]{2,80}?)(?:[?!.,;]|$)",
-               re.IGNORECASE),
-    re.compile(r"(?:^|\s)(\S.{1,60}?) (?:vs\.?|versus) (.{2,60}?)(?:[?!.,;]|$)", re.IGNORECASE),
-    re.compile(r"(?:比较|对比)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20}?)(?:之间)?(?:有什么|有何|的)?"
+    re.compile(r"compare (?!with\b|to\b|against\b)([^,;?!]{2,80}?) (?:with|to|and|against) ([^,;?!]{2,80}?)"
+               r"(?:[?!.,;]|$)", re.IGNORECASE),
+    re.compile(rf"(?:^|\s)(\S{_THING}{{1,60}}?) (?:vs\.?|versus) ({_THING}{{2,60}}?)(?:[?!.,;]|$)", re.IGNORECASE),
+    re.compile(r"(?:比较|对比)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20}?)(?:之间)?(?:有什么|有何|有啥|的)?"
                r"(?:区别|不同|差异|异同)"),
     re.compile(r"(?:比较|对比)(?:一下)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20})"),
 )
-_LEADING_FILLER = re.compile(r"^(?:the|a|an|this|these|请|这两种|两种|这两个)\s*", re.IGNORECASE)
+# An English article or pointer is a whole word ("another method" keeps its "a", "theory" its "the").
+_LEADING_FILLER = re.compile(r"^(?:(?:the|a|an|this|these)\s+|请|这两种|两种|这两个)", re.IGNORECASE)
+# "Which prior systems do they compare it with?" compares one thing with others it does not name: no two things to
+# look up, so the question keeps retrieval's passages.
+_POINTERS = frozenset("it its they them this that these those one ones 它 它们 这 那 这个 那个".split())
 
 
 def compared_terms(question: str) -> list[str]:
@@ -36,7 +44,7 @@ def compared_terms(question: str) -> list[str]:
         match = pattern.search(text)
         if match:
             terms = [_LEADING_FILLER.sub("", term.strip(" \"'“”‘’「」《》")) for term in match.groups()]
-            if all(len(term) >= 2 for term in terms):
+            if all(len(term) >= 2 and term.lower() not in _POINTERS for term in terms):
                 return terms
     return []
 
