@@ -100,6 +100,7 @@ def _not_topic() -> frozenset[str]:
 def _chinese_function_word(term: str) -> bool:
     """Whether every part jieba's tagger cuts ``term`` into is a function class (``_FUNCTION_CLASSES``)."""
     pieces = jieba.posseg.lcut(term)
+    # "e" whole, not as a first letter: jieba tags a Latin-script word "eng"
     return bool(pieces) and all(piece.flag == "e" or piece.flag[:1] in _FUNCTION_CLASSES for piece in pieces)
 
 
