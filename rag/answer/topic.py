@@ -67,20 +67,19 @@ _REQUEST_WORDS = (
 # English closed-class words, listed by grammatical class as the Chinese ones below are found by tag: modal and
 # auxiliary verbs, prepositions, conjunctions, determiners and quantifiers, pronouns, adverbs of time, place, degree
 # and linking, and small numerals ("Where should this work head next?" asks about future work, not about "should"
-# or "next"). "may" is not among them, being also a month.
+# or "next"). Those the tokenizer already drops ("the", "of", "will") or the request words above list ("also", "one")
+# are not repeated. "may" is not among them, being also a month.
 _ENGLISH_FUNCTION_WORDS = (
-    "can could might must shall should will would ought do does did doing done is are was were about above across "
-    "after against along amid among amongst around as at before behind below beneath beside besides between beyond "
-    "by despite down during except for from in inside into near of off onto out outside over past per since than "
-    "through throughout till to toward towards under underneath unlike until up upon via with within without and "
-    "but or nor yet so because although though whereas while whilst unless whether if once a an the this that these "
-    "those every few many several such no none neither either enough less least it they them their theirs "
-    "themselves itself ourselves yourself someone something anyone anything everyone everything nobody nothing "
-    "somebody anybody everybody who whom whose which what whatever whichever whoever again already always almost "
-    "ever never often sometimes usually here there where when why how then now soon later earlier next too quite "
-    "rather somewhat fairly pretty only even just still yet also else otherwise instead however therefore thus "
-    "hence anyway away back far further furthermore moreover meanwhile perhaps maybe probably one two three four "
-    "five six seven eight nine ten"
+    "can could might must shall should would ought do does did doing done were about above across after against "
+    "along amid among amongst around before behind below beneath beside besides between beyond despite during "
+    "except from inside near off onto out outside past per since than throughout till toward towards under "
+    "underneath unlike until up upon via within without nor yet because although though whereas while whilst unless "
+    "whether once those every few many several none neither enough less least them theirs themselves itself "
+    "ourselves yourself someone something anyone anything everyone everything nobody nothing somebody anybody "
+    "everybody who whom whose which what whatever whichever whoever again already always almost ever never often "
+    "sometimes usually here where when why how now soon earlier next too quite rather somewhat fairly pretty only "
+    "else otherwise instead however therefore thus hence anyway away back far further furthermore moreover "
+    "meanwhile perhaps maybe probably two three four five six seven eight nine ten"
 )
 
 
