@@ -23,16 +23,34 @@ from rag.models.embedding_router import EmbedderRouter  # noqa: E402
 from rag.models.llms import LLMHandle  # noqa: E402
 
 if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
     from rag.answer.engine import CitewiseQueryEngine
 
 logger = logging.getLogger(__name__)
 
 
-def build_router(config: RagConfig) -> EmbedderRouter:
+def load_embedder(spec: str) -> BaseEmbedding:
+    """The embedding model a config value names, loaded from local files (``build_embedder``)."""
     from rag.models.embedders import build_embedder
 
+    return build_embedder(spec)
+
+
+def build_router(config: RagConfig, *, load: Callable[[str], BaseEmbedding] | None = None) -> EmbedderRouter:
+    """The embedders ``config.embedding`` names, each encoding ``embedding.batch_size`` texts per call.
+
+    Args:
+        config: The settings (``embedding``).
+        load: Loads the model of a spec. The app passes its cache, so that stores whose settings differ
+            (another batch size, another second model) share one loaded copy of each model. Defaults to
+            ``load_embedder``.
+    """
+    from rag.models.embedders import with_batch_size
+
+    load = load or load_embedder
     batch_size = config.embedding.batch_size
-    return EmbedderRouter(config.embedding, lambda spec: build_embedder(spec, batch_size=batch_size))
+    return EmbedderRouter(config.embedding, lambda spec: with_batch_size(load(spec), batch_size))
 
 
 def build_store(config: RagConfig, router: EmbedderRouter | None = None) -> DocumentStore:

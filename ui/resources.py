@@ -2,7 +2,8 @@
 engine.
 
 The config is frozen and hashable, so it and its sections are the cache keys. Models are keyed by only
-what changes them: the store by the storage and embedding sections, the embedded LLM by its model file,
+what changes them: an embedding model by its spec (stores of other embedding settings share it), the
+store by the storage and embedding sections, the embedded LLM by its model file,
 context size and threads (one loaded copy however the other LLM settings change), the reranker by its
 folder. The query engine is assembled once per whole config around those shared models: a new setting
 means a new (cheap) engine, never a second copy of a model.
@@ -29,12 +30,21 @@ from rag.config import (
 from rag.index.store import DocumentStore
 
 
+@st.cache_resource(show_spinner="Loading an embedding model…")
+def _embedding_model(spec: str) -> Any:
+    """One loaded copy of each embedding model, shared by every store that names it."""
+    from rag.runtime import load_embedder
+
+    return load_embedder(spec)
+
+
 @st.cache_resource(show_spinner="Loading the document store…")
 def _store(storage: StorageConfig, embedding: EmbeddingConfig) -> DocumentStore:
     from rag.config import RagConfig as _RagConfig
-    from rag.runtime import build_store
+    from rag.runtime import build_router, build_store
 
-    return build_store(_RagConfig(storage=storage, embedding=embedding))
+    config = _RagConfig(storage=storage, embedding=embedding)
+    return build_store(config, build_router(config, load=_embedding_model))
 
 
 def get_store(config: RagConfig) -> DocumentStore:

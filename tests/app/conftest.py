@@ -12,7 +12,6 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import rag.runtime
-from rag.models.embedding_router import EmbedderRouter
 from rag.models.llms import LLMHandle
 from tests.fakes import HashEmbedding, ScriptedLLM
 
@@ -53,8 +52,7 @@ def open_app(page: str | None = None, timeout_s: float = 60) -> AppTest:
 def app_data(tmp_path: Path, monkeypatch) -> Iterator[Path]:
     """RAG_DATA_DIR in tmp_path and fake embedders; yields the data folder."""
     monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setattr(rag.runtime, "build_router", lambda config: EmbedderRouter(
-        config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")))
+    monkeypatch.setattr(rag.runtime, "load_embedder", lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}"))
     st.cache_resource.clear()
     st.cache_data.clear()
     yield tmp_path / "data"

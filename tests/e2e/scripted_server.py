@@ -21,7 +21,6 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT))
     import rag.runtime
-    from rag.models.embedding_router import EmbedderRouter
     from rag.models.llms import LLMHandle
     from tests import hostile
     from tests.app.conftest import RoutedLLM
@@ -29,8 +28,7 @@ def main() -> None:
 
     llm = RoutedLLM(replies=[hostile.ANSWER])
     rag.runtime.build_llm_handle = lambda config, **_: LLMHandle(llm, "embedded", "scripted")
-    rag.runtime.build_router = lambda config: EmbedderRouter(
-        config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}"))
+    rag.runtime.load_embedder = lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")
 
     from streamlit.web import cli
 

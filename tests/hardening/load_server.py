@@ -116,11 +116,9 @@ def main() -> None:
         load = rag.models.llms.load_embedded_llm
         rag.models.llms.load_embedded_llm = lambda *a, **k: _record_waits(load(*a, **k), log)
     if args.embeddings == "hash":
-        from rag.models.embedding_router import EmbedderRouter
         from tests.fakes import HashEmbedding
 
-        rag.runtime.build_router = lambda config: EmbedderRouter(
-            config.embedding, lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}"))
+        rag.runtime.load_embedder = lambda spec: HashEmbedding(model_id=f"hash-{spec.split(':')[-1]}")
 
     from streamlit.web import cli
 
