@@ -24,6 +24,7 @@ WIDGET_PREFIX = "cfg:"
 FORM_KEY = "settings_form"
 APPLY_LABEL = "Apply settings"
 REINDEX_SECTIONS = ("chunking", "embedding", "ingest")  # stored chunks and vectors depend on these
+SPEED_ONLY_FIELDS = frozenset({"embedding.batch_size"})  # how many texts one call embeds, not what is stored
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,8 @@ def apply_values(config: RagConfig, values: Mapping[str, Any]) -> RagConfig:
 def reindex_fields(before: RagConfig, after: RagConfig) -> list[str]:
     """Dotted chunking/embedding fields that differ: stored chunks no longer match the settings."""
     return [f"{section}.{f.name}" for section in REINDEX_SECTIONS for f in dataclasses.fields(getattr(after, section))
-            if getattr(getattr(before, section), f.name) != getattr(getattr(after, section), f.name)]
+            if getattr(getattr(before, section), f.name) != getattr(getattr(after, section), f.name)
+            and f"{section}.{f.name}" not in SPEED_ONLY_FIELDS]
 
 
 def check_llm(config: RagConfig, cache_dir: Path) -> tuple[bool, str]:

@@ -185,6 +185,23 @@ def test_chunking_change_prompts_and_runs_a_reindex(app: AppTest, tmp_path: Path
     assert not any("Re-index needed" in w.value for w in app.warning)
 
 
+def test_an_embedding_batch_size_change_asks_for_no_reindex(app: AppTest, tmp_path: Path) -> None:
+    from rag.ingest.ingestor import Ingestor
+    from ui.resources import base_config, get_store
+
+    assert Ingestor(get_store(base_config()), base_config()).ingest_path(fixtures.make_english_pdf(tmp_path)).ok
+    app.run()
+    _widget(app, "number_input", "Embedding batch size").set_value(8)
+    _click(app, "Apply settings")
+    assert _applied(app).embedding.batch_size == 8
+    assert not any("Re-index needed" in w.value for w in app.warning)  # the stored chunks and vectors are the same
+
+    _widget(app, "number_input", "Chunk size (tokens)").set_value(200)
+    _click(app, "Apply settings")
+    warning = next(w.value for w in app.warning if "Re-index needed" in w.value)
+    assert "chunking.chunk_size" in warning and "batch_size" not in warning
+
+
 class _Models(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         self.send_response(200 if self.path.endswith("/models") else 404)
