@@ -7,7 +7,7 @@ the question's words rarely ranks together (``rag.retrieval.postprocessors.broad
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from rag.retrieval.broad import heading_parts, plain_question
 
@@ -25,11 +25,18 @@ _COMPARED = (
                re.IGNORECASE),
     re.compile(r"compare (?!with\b|to\b|against\b)([^,;?!]{2,80}?) (?:with|to|and|against) ([^,;?!]{2,80}?)"
                r"(?:[?!.,;]|$)", re.IGNORECASE),
-    re.compile(rf"(?:^|\s)(\S{_THING}{{1,60}}?) (?:vs\.?|versus) ({_THING}{{2,60}}?)(?:[?!.,;]|$)", re.IGNORECASE),
     re.compile(r"(?:比较|对比)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20}?)(?:之间)?(?:有什么|有何|有啥|的)?"
                r"(?:区别|不同|差异|异同)"),
     re.compile(r"(?:比较|对比)(?:一下)?([^，。？?、\s]{2,20}?)(?:和|与|跟|同)([^，。？?、\s]{2,20})"),
 )
+# "A versus B" marks its things by nothing but the words around it: each is the phrase next to "versus", cut at the
+# first word that starts or ends a phrase ("summarize the analysis of parametric versus retrieved knowledge in QA"
+# compares parametric and retrieved knowledge).
+_VERSUS = re.compile(r"\s(?:vs\.?|versus)\s", re.IGNORECASE)
+_PHRASE_BREAKS = frozenset(
+    "of on about between for in with from to by at as than when where which that who how what why whether is are was "
+    "were be do does did please compare comparing summarize summarise explain describe discuss and or but".split())
+_MAX_PHRASE_WORDS = 4
 # An English article or pointer is a whole word ("another method" keeps its "a", "theory" its "the").
 _LEADING_FILLER = re.compile(r"^(?:(?:the|a|an|this|these)\s+|请|这两种|两种|这两个)", re.IGNORECASE)
 # "Which prior systems do they compare it with?" compares one thing with others it does not name: no two things to
@@ -40,13 +47,32 @@ _POINTERS = frozenset("it its they them this that these those one ones 它 它�
 def compared_terms(question: str) -> list[str]:
     """The two things a comparison question names, as written (simplified script), or [] for other questions."""
     text = plain_question(question).strip()
-    for pattern in _COMPARED:
-        match = pattern.search(text)
-        if match:
-            terms = [_LEADING_FILLER.sub("", term.strip(" \"'“”‘’「」《》")) for term in match.groups()]
-            if all(len(term) >= 2 and term.lower() not in _POINTERS for term in terms):
-                return terms
+    readings = (match.groups() for pattern in _COMPARED if (match := pattern.search(text)))
+    for found in (*readings, _versus_terms(text)):
+        terms = [_LEADING_FILLER.sub("", term.strip(" \"'“”‘’「」《》")) for term in found]
+        if len(terms) == 2 and all(len(term) >= 2 and term.lower() not in _POINTERS for term in terms):
+            return terms
     return []
+
+
+def _versus_terms(text: str) -> tuple[str, ...]:
+    """The phrases on either side of "versus" (or "vs"), within its sentence; () when there is none."""
+    match = _VERSUS.search(text)
+    if match is None:
+        return ()
+    before = re.split(r"[?!.;:,。？！；：，]\s*", text[:match.start()])[-1].split()
+    after = re.split(r"[?!.;:,。？！；：，]", text[match.end():], maxsplit=1)[0].split()
+    return " ".join(reversed(_phrase(reversed(before)))), " ".join(_phrase(after))
+
+
+def _phrase(words: Iterable[str]) -> list[str]:
+    """The leading words of ``words`` up to a phrase break, at most ``_MAX_PHRASE_WORDS``."""
+    phrase: list[str] = []
+    for word in words:
+        if word.lower() in _PHRASE_BREAKS or len(phrase) == _MAX_PHRASE_WORDS:
+            break
+        phrase.append(word)
+    return phrase
 
 
 def first_mentions(chunks: Sequence, terms: Sequence[str], skip: Callable[[str], bool] = lambda text: False) -> list:
