@@ -80,6 +80,20 @@ def serve(home: Path, command: list[str], env: dict[str, str], log_name: str) ->
         shutil.copy(log_path, server_log)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failed browser step leaves a screenshot of what the page showed (``failed-<test>.png``)."""
+    outcome = yield
+    report = outcome.get_result()
+    args = getattr(item, "funcargs", {})
+    tab = args.get("page") or getattr(args.get("visit"), "page", None)  # the hostile visit holds its own tab
+    if report.when == "call" and report.failed and tab is not None:
+        try:
+            logger.warning("page at failure: %s", screenshot(tab, f"failed-{item.name}"))
+        except Exception as exc:  # noqa: BLE001 - a closed tab must not hide the test's own failure
+            logger.warning("no screenshot of the failure: %s", exc)
+
+
 def _require_chromium() -> None:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: scripts/setup.sh --test installs Debian chromium")

@@ -1,9 +1,15 @@
 """Steps a user takes in the browser, shared by the e2e tests: open a page, navigate, choose an option,
-ask a question, and wait for Streamlit to finish the script run each one starts."""
+upload files, ask a question, and wait for Streamlit to finish the script run each one starts."""
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
+
+logger = logging.getLogger(__name__)
 
 ANSWER_TIMEOUT_MS = 600_000
 
@@ -64,6 +70,31 @@ def choose(scope, label: str, option: str | int) -> None:
                 raise
             settle(box.page)
     settle(box.page)
+
+
+def upload(page, files: Any) -> None:
+    """Put ``files`` (``set_input_files``'s argument) in the Documents page's uploader and submit them.
+
+    Returns once the submission took: the page lists the upload under "Indexing". A submit click that
+    lands while a rerun redraws the form can be dropped (one full-suite run waited 600 s for an upload
+    that never showed); the files are then still in the uploader, so the click is repeated, and a
+    submission that never takes fails here, not in the wait for indexing.
+    """
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(files)
+    uploaded = page.locator('[data-testid="stFileChip"]').first
+    uploaded.wait_for(timeout=30_000)
+    expect(page.locator('[data-testid="stFileChipIconSpinner"]')).to_have_count(0, timeout=60_000)  # files sent
+    indexing = page.get_by_role("heading", name="Indexing")
+    for attempt in range(3):
+        settle(page)
+        page.get_by_role("button", name="Upload and index").click()
+        try:
+            indexing.wait_for(timeout=30_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == 2 or not uploaded.is_visible():
+                raise
+            logger.warning("the upload did not show as submitted 30 s after the click; clicking again")
 
 
 def ask(page, question: str) -> None:

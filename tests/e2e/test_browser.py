@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from tests import fixtures
 from tests.conftest import SHARED_DATA
 from tests.e2e.conftest import screenshot
-from tests.e2e.steps import ANSWER_TIMEOUT_MS, ask, choose, nav, open_page, settle
+from tests.e2e.steps import ANSWER_TIMEOUT_MS, ask, choose, nav, open_page, settle, upload
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -54,8 +54,7 @@ INGEST_TIMEOUT_MS = 600_000
 def test_upload_a_real_pdf_and_wait_until_it_is_indexed(page, app_url: str, visit: Visit) -> None:
     pdf = visit.pdf
     open_page(page, app_url, "documents")
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(pdf))
-    page.get_by_role("button", name="Upload and index").click()
+    upload(page, str(pdf))
     done = page.get_by_text(re.compile(rf"{re.escape(pdf.name)}: {visit.pages} pages, \d+ chunks \(en\)"))
     done.wait_for(timeout=INGEST_TIMEOUT_MS)
     page.get_by_text("Library (1 ready)").wait_for()

@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 
 from tests import hostile
 from tests.e2e.conftest import screenshot
-from tests.e2e.steps import ask, choose, nav, open_page, settle
+from tests.e2e.steps import ask, choose, nav, open_page, settle, upload
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -88,11 +88,10 @@ def test_hostile_names_and_chunk_text_show_as_text_on_the_documents_page(visit: 
     page = visit.page
     pdf = hostile.make_hostile_pdf(tmp_path, "hostile.pdf").read_bytes()
     open_page(page, visit.url, "documents")
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files([
+    upload(page, [
         {"name": hostile.HOSTILE_NAME, "mimeType": "application/pdf", "buffer": pdf},
         {"name": hostile.REJECTED_NAME, "mimeType": "application/pdf", "buffer": pdf},
     ])
-    page.get_by_role("button", name="Upload and index").click()
     page.get_by_text(f"{hostile.SHOWN_NAME}: 1 pages", exact=False).wait_for(timeout=INGEST_TIMEOUT_MS)
     expect(page.get_by_text(f"file name “{hostile.SHOWN_REJECTED}” contains HTML", exact=False)).to_be_visible()
     page.get_by_text("Library (1 ready)").wait_for()
