@@ -7,25 +7,12 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import streamlit as st  # noqa: E402
-
 import ui.preload  # noqa: E402, F401  (the heavy imports, once, before sessions race for them)
-
-# an emoji icon, not ":material/...": the browser fetches a material favicon from fonts.gstatic.com,
-# while an emoji one is drawn from a data: URL (the app makes no request off the machine)
-st.set_page_config(page_title="Citewise", page_icon="📖", layout="wide")
-
+from ui.navigation import navigation  # noqa: E402
 from ui.resources import get_ingest_queue  # noqa: E402
 from ui.state import current_config  # noqa: E402
 
+page = navigation()
 # the background embedder resumes documents left keyword-only (a restart mid-embedding), whichever page opens
 get_ingest_queue(current_config())
-
-pages = [
-    st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
-    st.Page("pages/documents.py", title="Documents", icon=":material/description:"),
-    st.Page("pages/settings.py", title="Settings", icon=":material/tune:"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
-    st.Page("pages/evaluation.py", title="Evaluation", icon=":material/monitoring:"),
-]
-st.navigation(pages).run()
+page.run()

@@ -15,9 +15,12 @@ from rag.index.registry import SEARCHABLE
 from rag.answer.types import ChatTurn
 from rag.answer.transcript import to_json, to_markdown
 from ui.answer_view import ASK_ANYWAY_KEY, render_result, stream_answer
+from ui.navigation import set_up_navigation
 from ui.resources import get_store
 from ui.safe_text import escape_markdown, plain, show_answer
 from ui.state import current_config
+
+set_up_navigation()  # before anything is drawn: see ui/navigation.py
 
 MESSAGES_KEY = "chat_messages"
 SHOWN_MESSAGES = 20  # ten questions and their answers; even, so a question is never cut from its answer

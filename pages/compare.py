@@ -15,10 +15,13 @@ from ui.compare_view import (
     timings_by_side,
     top_scores_by_side,
 )
+from ui.navigation import set_up_navigation
 from ui.resources import get_store
 from ui.safe_text import label
 from ui.state import current_config
 from ui.trace_view import chart_height
+
+set_up_navigation()  # before anything is drawn: see ui/navigation.py
 
 RESULTS_KEY = "compare_results"
 

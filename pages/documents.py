@@ -25,10 +25,13 @@ from rag.index.registry import SEARCHABLE
 from rag.ingest.parse import SUPPORTED_EXTENSIONS
 from rag.ingest.queue import QueueFullError
 from ui.ingest_view import keyword_only_notice, library_rows, show_progress
+from ui.navigation import set_up_navigation
 from ui.reindex import reindex_documents
 from ui.resources import get_ingest_queue, get_metadata_llm, get_store
 from ui.safe_text import escape_markdown, label, plain
 from ui.state import current_config
+
+set_up_navigation()  # before anything is drawn: see ui/navigation.py
 
 OWNER_KEY = "documents_session"
 

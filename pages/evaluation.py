@@ -15,10 +15,13 @@ from rag.config import ConfigError
 from rag.evaluation.datasets import NAMED_DATASETS
 from rag.presets import PresetError
 from ui.eval_view import RESULTS_KEY, phase_progress, show_results
+from ui.navigation import set_up_navigation
 from ui.resources import base_config, get_store
 from ui.safe_text import escape_markdown, plain
 from ui.safe_text import label as safe_label  # "label" names a loop variable below
 from ui.state import current_config, preset_store
+
+set_up_navigation()  # before anything is drawn: see ui/navigation.py
 
 logger = logging.getLogger(__name__)
 CURRENT_LABEL = "Current settings"

@@ -13,11 +13,14 @@ import streamlit as st
 
 from rag.config import DEFAULT_HOME, ConfigError, endpoint_host, endpoint_of, endpoint_summary, with_endpoint_of
 from rag.presets import PresetError, PresetResult, changed_fields, dump_preset, preset_from_text
+from ui.navigation import set_up_navigation
 from ui.reindex import reindex_documents
 from ui.resources import base_config, get_store
 from ui.safe_text import escape_markdown, label
 from ui.settings_form import apply_values, check_llm, clear_widgets, reindex_fields, settings_form
 from ui.state import CONFIG_NOTICE_KEY, current_config, preset_store, reset_config, set_config
+
+set_up_navigation()  # before anything is drawn: see ui/navigation.py
 
 FLASH_KEY = "settings_flash"
 REINDEX_KEY = "settings_reindex"

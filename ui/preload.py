@@ -28,6 +28,7 @@ import ui.answer_view  # noqa: F401
 import ui.compare_view  # noqa: F401
 import ui.eval_view  # noqa: F401
 import ui.ingest_view  # noqa: F401
+import ui.navigation  # noqa: F401
 import ui.reindex  # noqa: F401
 import ui.resources  # noqa: F401
 import ui.safe_text  # noqa: F401
