@@ -11,7 +11,7 @@ Every page imports it first too: until some session's ``app.py`` has called ``st
 treats the ``pages/`` folder as a multipage app of its own, so a session whose first request is a page's
 URL (``/documents``) runs that page without ``app.py``. The browser suite hit exactly that: one session
 on ``/documents`` importing llama-index while another imported it here ("cannot import name 'LLM' from
-partially initialized module").
+partially initialized module"). Such a page run then sets up the app's navigation itself (``ui.navigation``).
 
 It imports everything the pages import, so a page only ever finds finished modules.
 """
