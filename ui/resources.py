@@ -30,7 +30,7 @@ from rag.config import (
 from rag.index.store import DocumentStore
 
 
-@st.cache_resource(show_spinner="Loading an embedding model…")
+@st.cache_resource(show_spinner=False)  # often first called by the background embedder's thread, which has no page
 def _embedding_model(spec: str) -> Any:
     """One loaded copy of each embedding model, shared by every store that names it."""
     from rag.runtime import load_embedder
