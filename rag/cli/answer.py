@@ -38,6 +38,10 @@ def add_commands(subparsers: Any) -> None:
     evaluate.add_argument("--library", default=None, metavar="DIR",
                           help="broad sets: build the set's library in DIR and keep it; a later run of the same set "
                                "with the same DIR asks at once instead of ingesting the PDFs again")
+    evaluate.add_argument("--whole-library", action="store_true",
+                          help="broad sets: ask each question with no document selected, of everything in the "
+                               "library (--library DIR may hold more PDFs than the set names); only citations of "
+                               "the question's own PDF count toward support")
     evaluate.add_argument("--n", type=int, default=30, help="answerable questions (default 30)")
     evaluate.add_argument("--unanswerable", type=int, default=None,
                           help="questions whose paragraph is left out of the index (default n/3)")

@@ -131,7 +131,8 @@ def _run_broad(args: argparse.Namespace, config: RagConfig) -> int:
     library = getattr(args, "library", None)
     with tempfile.TemporaryDirectory(prefix="citewise-eval-broad-") as tmp:
         try:
-            report = evaluate_broad(config, llm, Path(library or tmp), questions=questions)
+            report = evaluate_broad(config, llm, Path(library or tmp), questions=questions,
+                                    whole_library=getattr(args, "whole_library", False))
         except FileNotFoundError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -4,7 +4,8 @@ cover, which should be answered "not found".
 
 The questions are ``rag/evaluation/broad_questions*.json`` (written for Citewise, over
 ``../shared/data/pdfs``). Each is asked with its PDF selected (the document filter), as a reader asks
-about "this paper". Supported (a gold check, not the verifier): not an abstention, at least one of the
+about "this paper", or (``--whole-library``) of the whole library with nothing selected, as a user asks about
+a document by name. Supported (a gold check, not the verifier): not an abstention, at least one of the
 question's key terms in the answer, and at least one citation on one of its pages (abstract,
 introduction). A question with ``"absent"`` (what it asks about, which the document never names) has no
 answer there and counts only toward ``abstained_on_unanswerable``.
@@ -37,10 +38,13 @@ def supported(answer: str, pages: list[int], key_terms: list[str], gold_pages: l
 
 
 def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Path = DEFAULT_DATA_ROOT,
-                   router: Any = None, questions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                   router: Any = None, questions: list[dict[str, Any]] | None = None,
+                   whole_library: bool = False) -> dict[str, Any]:
     """Ingest the questions' PDFs into the store in ``workdir`` and ask each question with its PDF selected.
 
-    A PDF already stored there (a kept library, ``--library``) is not ingested again.
+    A PDF already stored there (a kept library, ``--library``) is not ingested again. With ``whole_library``
+    no document is selected: the question is asked of everything stored in ``workdir``, as a user asks a
+    library, and only citations of its own PDF count toward support.
 
     Raises:
         FileNotFoundError: A PDF the questions name is missing.
@@ -69,13 +73,15 @@ def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Pat
     engine = CitewiseQueryEngine.from_config(config, store, LLMRunner(llm))
     rows = []
     for q in questions:
-        result = engine.answer(q["question"], doc_ids=[doc_ids[q["file"]]])
-        pages = [p for c in result.citations for p, rects in (c.pages or [(c.page, c.highlights)])]
+        own = doc_ids[q["file"]]
+        result = engine.answer(q["question"], doc_ids=None if whole_library else [own])
+        pages = [p for c in result.citations if c.doc_id == own for p, rects in (c.pages or [(c.page, c.highlights)])]
         answerable = not q.get("absent")
         rows.append({"file": q["file"], "question": q["question"], "answerable": answerable,
                      "answer": result.answer, "draft": result.draft,
                      "abstained": result.abstained, "cited_pages": sorted(set(pages)),
-                     "sources_pages": [s.page_start for s in result.sources],
+                     "sources_pages": [s.page_start for s in result.sources if s.doc_id == own],
+                     "sources_elsewhere": sum(s.doc_id != own for s in result.sources),
                      "supported": answerable and not result.abstained
                      and supported(result.answer, pages, q["key_terms"], q["pages"]),
                      "verification": result.verification, "ttft_ms": result.timings.get("ttft_ms"),
@@ -85,7 +91,8 @@ def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Pat
     store.close()
     answerable = [r for r in rows if r["answerable"]]
     unanswerable = [r for r in rows if not r["answerable"]]
-    return {"dataset": "broad", "questions": len(answerable), "unanswerable": len(unanswerable),
+    return {"dataset": "broad", "scope": "whole library" if whole_library else "its document selected",
+            "questions": len(answerable), "unanswerable": len(unanswerable),
             "answered": share_of(sum(not r["abstained"] for r in answerable), len(answerable)),
             "answered_and_supported": share_of(sum(r["supported"] for r in answerable), len(answerable)),
             "abstained_on_unanswerable": share_of(sum(r["abstained"] for r in unanswerable), len(unanswerable)),

@@ -48,6 +48,22 @@ def test_a_summary_question_gets_the_documents_opening_and_is_scored(config: Rag
     assert row["supported"] and report["answered_and_supported"] == 1.0
 
 
+def test_asked_of_the_whole_library_only_citations_of_its_own_pdf_count(config: RagConfig, fake_router,
+                                                                        tmp_path: Path) -> None:
+    (tmp_path / "pdfs" / "zh").mkdir(parents=True)
+    fixtures.make_chinese_pdf(tmp_path / "pdfs" / "zh")
+    _run(config, fake_router, tmp_path, [SUMMARY])  # the English report, in the same library
+    # an English question about the report, filed under the Chinese PDF: its answer cites the report's page 1
+    elsewhere = {**SUMMARY, "file": "zh/chinese.pdf"}
+    report = evaluate_broad(config, RoutedLLM(replies=["This report describes a small clinical study [1]."]),
+                            tmp_path / "w", data_root=tmp_path, router=fake_router, questions=[SUMMARY, elsewhere],
+                            whole_library=True)
+    by_file = {r["file"]: r for r in report["rows"]}
+    assert report["scope"] == "whole library"
+    assert by_file["en/report.pdf"]["supported"]
+    assert not by_file["zh/chinese.pdf"]["supported"] and by_file["zh/chinese.pdf"]["sources_elsewhere"] > 0
+
+
 def test_the_blind_holdout_set_is_well_formed_and_named_on_the_command_line() -> None:
     from rag.evaluation.answers import BROAD_SETS
 
