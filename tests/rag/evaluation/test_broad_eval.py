@@ -129,3 +129,14 @@ def test_the_one_language_blind_sets_are_well_formed(name: str, size: int, langu
     for q in questions:
         assert q["key_terms"] and all(isinstance(term, str) and term for term in q["key_terms"])
         assert q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
+
+
+def test_the_named_document_set_names_each_document_in_its_questions() -> None:
+    from rag.evaluation.answers import BROAD_SETS
+
+    questions = load_questions(BROAD_SETS["broad-named"])
+    assert len(questions) == 24 and len({q["file"] for q in questions}) == 12
+    for q in questions:
+        assert q["names_document_by"] and q["names_document_by"] in q["question"]
+        assert Path(q["file"]).stem not in q["question"]  # named as a reader names it, not by its file
+        assert q["key_terms"] and q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
