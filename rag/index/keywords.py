@@ -176,6 +176,20 @@ class KeywordIndex:
             weights[token] = float(np.log1p(total / (1 + df)))
         return weights
 
+    def main_holder(self, token: str) -> str:
+        """The document holding more than half of the chunks that contain ``token``, or "" when none does.
+        Read from the BM25 matrix, like ``idf``."""
+        view = self._current()
+        column = None if view.retriever is None else view.retriever.vocab_dict.get(token)
+        if column is None:
+            return ""
+        pointers, rows = view.retriever.scores["indptr"], view.retriever.scores["indices"]
+        holders, counts = np.unique(view.doc_ids[rows[pointers[column]:pointers[column + 1]]], return_counts=True)
+        if not len(counts):
+            return ""
+        best = int(np.argmax(counts))
+        return str(holders[best]) if 2 * counts[best] > counts.sum() else ""
+
     def chunks_of(self, doc_id: str) -> list[Chunk]:
         return self._rows_db.chunks_of(doc_id)
 

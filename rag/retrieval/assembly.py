@@ -99,7 +99,8 @@ def build_retrieval(config: RagConfig, store: Any, *, llm: Any = None, reranker:
         from rag.retrieval.postprocessors.broad import BroadQuestionPostprocessor
         from rag.retrieval.retrievers import chunk_node
 
-        postprocessors.append(BroadQuestionPostprocessor(chunks_of, chunk_node))
+        postprocessors.append(BroadQuestionPostprocessor(chunks_of, chunk_node,
+                                                         holder=getattr(store.keywords, "main_holder", None)))
     context = ContextBudgetPostprocessor(settings.top_k, generation.max_context_tokens, count_tokens,
                                          evidence=generation.evidence_fitting,
                                          broad_max_tokens=generation.broad_context_tokens,

@@ -163,6 +163,16 @@ def asks_about_whole_document(question: str, subject: str = "") -> bool:
     return not (_content_words(plain_question(question)) - frame_tokens() - _content_words(plain_question(subject)))
 
 
+def subject_words(question: str, subject: str) -> set[str]:
+    """The words of ``subject`` (a document's title and file name) that the question uses, its framing aside
+    ("summarise", "this paper"). A Chinese word counts wherever it stands in the question, since jieba may cut
+    the question differently ("华锦是怎么看" is one token); words of one character ("多", "年") name nothing."""
+    text = plain_question(question)
+    own = _content_words(text)
+    return {word for word in _content_words(plain_question(subject)) - frame_tokens()
+            if len(word) > 1 and (word in own or (not word.isascii() and word in text))}
+
+
 def section_chunks(chunks: Sequence, section: SectionName) -> list:
     """The chunks of ``section`` in document order, the first chunk under each of its headings first.
 

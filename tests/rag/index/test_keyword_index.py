@@ -100,6 +100,17 @@ def test_idf_counts_the_chunks_holding_each_token(tmp_path: Path) -> None:
     assert weights["zebra"] == pytest.approx(math.log1p(3))  # in no chunk: the rarest of all
 
 
+def test_a_words_main_holder_is_the_document_with_most_of_its_chunks(tmp_path: Path) -> None:
+    index = KeywordIndex(tmp_path / "bm25")
+    assert index.main_holder("beta") == ""  # empty index
+    index.add("d1", _chunks("d1", "alpha beta", "beta gamma", "delta"))
+    index.add("d2", _chunks("d2", "beta epsilon", "gamma", "alpha"))
+    assert index.main_holder("beta") == "d1"  # two of its three chunks
+    assert index.main_holder("epsilon") == "d2"
+    assert index.main_holder("gamma") == "" and index.main_holder("alpha") == ""  # one chunk each: neither has most
+    assert index.main_holder("zebra") == ""
+
+
 def test_a_saved_index_is_checked_against_the_stored_tokens_not_just_their_count(tmp_path: Path) -> None:
     import json
     import sqlite3

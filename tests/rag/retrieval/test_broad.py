@@ -203,3 +203,36 @@ def test_a_named_sections_passages_retrieval_found_come_right_after_its_opening(
     # "第四节里的“概述”": the budget keeps a long section's first passages, so the part the question names leads
     assert _run("Summarise section 3", UNNUMBERED, ["f", "e"])[0] == ["c", "e", "d", "f"]
     assert _run("Summarise section 3", NUMBERED, ["d", "a"])[0] == ["b", "d", "c", "e", "a"]
+
+
+def _report(doc_id: str, company: str, file_name: str, topics: list[str]) -> list:
+    from rag.documents import Chunk
+
+    texts = [f"{company}股份有限公司2019 年年度报告全文"] + [f"{company}{topic}。本公司2019年经营情况良好。" for topic in topics]
+    return [Chunk(f"{doc_id}:{i}", doc_id, file_name, text, i, i + 1, i + 1, 0, len(text), language="zh",
+                  heading_path="第四节 经营情况讨论与分析" if i else "") for i, text in enumerate(texts)]
+
+
+def test_a_broad_question_is_read_from_the_document_it_names_not_the_top_passages(tmp_path) -> None:
+    from rag.index.keywords import KeywordIndex
+    from rag.retrieval.retrievers import chunk_node
+
+    huajin = _report("h", "北方华锦化学工业", "annual-report-2019_000059_huajin.pdf", ["化肥产销", "炼油", "华锦概述"])
+    jianxin = _report("j", "河北建新化工", "annual-report-2019_300107_jianxin.pdf", ["概述", "建新产能", "建新研发"])
+    keywords = KeywordIndex(tmp_path / "bm25")
+    keywords.add_many({"h": huajin, "j": jianxin})
+    processor = BroadQuestionPostprocessor(keywords.chunks_of, chunk_node, holder=keywords.main_holder)
+
+    def first_document(question: str, retrieved: list) -> str:
+        query = SearchQuery(query_str=question, trace=QueryTrace(query=question))
+        return processor.postprocess_nodes([chunk_node(c, 1.0) for c in retrieved], query)[0].node.metadata["doc_id"]
+
+    retrieved = [jianxin[1], huajin[3], jianxin[2]]  # the other company's report ranks first
+    # 华锦 names its report (its title holds it, and so does most text that says it); 2019 and 股份 name neither
+    assert first_document("华锦股份年报第四节里的概述是怎么回顾2019年的经营工作的？", retrieved) == "h"
+    assert first_document("請總結華錦股份2019年年報第四節的經營情況", retrieved) == "h"
+    # a question that names no document, or the top one, keeps retrieval's order
+    assert first_document("请概述这份年报第四节的内容", retrieved) == "j"
+    assert first_document("请概述建新股份2019年年报第四节的经营情况", retrieved) == "j"
+    # with one document selected there is nothing to choose
+    assert first_document("华锦股份年报第四节里的概述是怎么回顾2019年的经营工作的？", jianxin[1:]) == "j"
