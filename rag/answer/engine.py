@@ -34,6 +34,7 @@ from rag.answer.gate import Verdict, check_messages, decide, gate_for, question_
 from rag.answer.llm_runner import LLMRunner, RequestLLM
 from rag.answer.routing import route_question
 from rag.answer.stream import AnswerStream
+from rag.answer.topic import words_left_out
 from rag.answer.types import AnswerResult, ChatTurn, Source
 from rag.caching import LRUCache
 from rag.config import RagConfig
@@ -217,8 +218,11 @@ class CitewiseQueryEngine(BaseQueryEngine):
             if line.startswith(prefix):
                 line = line[len(prefix):].strip()
         standalone = line if 3 <= len(line) <= 1000 else question
-        if adds_instructions(standalone, question):  # the model obeyed the conversation (a quoted document)
+        fault = ("it adds an instruction" if adds_instructions(standalone, question)  # it obeyed a quoted document
+                 else _rewrite_fault(standalone, question))
+        if fault:
             trace["condense_rejected"] = standalone
+            trace["condense_rejected_why"] = fault
             standalone = question
         trace["standalone_question"] = standalone
         return standalone
@@ -294,3 +298,16 @@ def _history_messages(history: Sequence[ChatTurn]) -> list[ChatMessage]:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 1)
+
+
+def _rewrite_fault(rewrite: str, question: str) -> str:
+    """Why a condensed follow-up cannot stand for the question the user asked, or "" when it can: it must keep the
+    question's language and every word the question names its topic with (the small model turned a Chinese question
+    about one company, asked after a turn about a paper, into an English one about "the company")."""
+    if rewrite == question:
+        return ""
+    language, asked = detect_language(rewrite), detect_language(question)
+    if language != asked:
+        return f"it is in {language}, the question in {asked}"
+    left_out = words_left_out(rewrite, question)
+    return f"it leaves out {', '.join(left_out)}" if left_out else ""

@@ -230,6 +230,23 @@ def test_follow_up_is_condensed_before_retrieval(store, docs, small_chunks) -> N
     assert stream.result().standalone_question.startswith("What is the maximum")
 
 
+def test_a_rewrite_that_changes_the_questions_language_or_drops_its_words_is_not_used(store, docs,
+                                                                                    small_chunks) -> None:
+    history = [ChatTurn("user", "Tell me about the ibuprofen study."),
+               ChatTurn("assistant", "It tested ibuprofen for tension headaches [1].")]
+    # a question that needs no conversation, reworded by a small model into another language or another question
+    for question, rewrite, why in [("布洛芬每日最大剂量是多少？", "What is the maximum daily dose?", "in en"),
+                                   ("What did each participant keep a diary of?", "What did the study measure?",
+                                    "leaves out particip")]:
+        llm = ScriptedLLM(replies=[rewrite, "A headache diary [1]."])
+        stream = _engine(store, llm, small_chunks).stream(question, history=history)
+        assert stream.retrieval.query == question
+        list(stream)
+        result = stream.result()
+        assert result.standalone_question == question and result.trace["condense_rejected"] == rewrite
+        assert why in result.trace["condense_rejected_why"]
+
+
 def test_knowledge_base_off_skips_retrieval_and_citations(store, docs, small_chunks) -> None:
     llm = ScriptedLLM(replies=["Ibuprofen is a painkiller."])
     stream = _engine(store, llm, small_chunks).stream(EN_Q, use_knowledge_base=False)
