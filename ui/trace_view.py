@@ -101,6 +101,11 @@ def render_trace(result: AnswerResult) -> None:
         if result.standalone_question and result.standalone_question != result.question:
             st.caption("Searched for:")
             st.text(result.standalone_question)
+        rejected = result.trace.get("condense_rejected")
+        if rejected:
+            st.caption(label(f"The follow-up's rewording was set aside ({result.trace.get('condense_rejected_why', '')}); "
+                             "searched for the question as asked. The rewording:"))
+            st.text(rejected)
         for note in stage_notes(result.trace):
             st.caption(note)
         candidates = candidate_frame(result.trace, result.sources)
