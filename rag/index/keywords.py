@@ -41,7 +41,7 @@ import bm25s
 import numpy as np
 
 from rag.documents import Chunk
-from rag.index import bm25_files
+from rag.index import bm25_files, token_counts
 from rag.index.bm25_files import token_pairs
 from rag.index.failpoints import reached
 from rag.index.keyword_rows import KeywordRows
@@ -162,33 +162,13 @@ class KeywordIndex:
         return self._rows_db.get(chunk_ids)
 
     def idf(self, tokens: Iterable[str]) -> dict[str, float]:
-        """``log(1 + N / (1 + df))`` per token, chunks as documents; a token no chunk has gets the
-        highest weight (df 0). Read from the BM25 matrix, whose column pointers count each token's chunks."""
-        retriever = self._current().retriever
-        weights: dict[str, float] = {}
-        if retriever is None:
-            return {token: 1.0 for token in tokens}
-        pointers = retriever.scores["indptr"]
-        total = int(retriever.scores["num_docs"])
-        for token in tokens:
-            column = retriever.vocab_dict.get(token)
-            df = 0 if column is None else int(pointers[column + 1] - pointers[column])
-            weights[token] = float(np.log1p(total / (1 + df)))
-        return weights
+        """``log(1 + N / (1 + df))`` per token, chunks as documents (``token_counts.idf``)."""
+        return token_counts.idf(self._current().retriever, tokens)
 
     def main_holder(self, token: str) -> str:
-        """The document holding more than half of the chunks that contain ``token``, or "" when none does.
-        Read from the BM25 matrix, like ``idf``."""
+        """The document holding more than half of the chunks that contain ``token``, or "" when none does."""
         view = self._current()
-        column = None if view.retriever is None else view.retriever.vocab_dict.get(token)
-        if column is None:
-            return ""
-        pointers, rows = view.retriever.scores["indptr"], view.retriever.scores["indices"]
-        holders, counts = np.unique(view.doc_ids[rows[pointers[column]:pointers[column + 1]]], return_counts=True)
-        if not len(counts):
-            return ""
-        best = int(np.argmax(counts))
-        return str(holders[best]) if 2 * counts[best] > counts.sum() else ""
+        return token_counts.main_holder(view.retriever, view.doc_ids, token)
 
     def chunks_of(self, doc_id: str) -> list[Chunk]:
         return self._rows_db.chunks_of(doc_id)
