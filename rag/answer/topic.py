@@ -26,7 +26,6 @@ from rag.answer.types import Source
 from rag.prompts import BROAD_CHECK_LINE
 from rag.retrieval.broad import frame_tokens
 from rag.retrieval.evidence import IdfLookup, question_terms
-from rag.text.script import to_simplified
 from rag.text.tokenizer import tokenize
 
 _WORDS = re.compile(r"[\w'’-]+")
@@ -114,20 +113,6 @@ def topic_terms(question: str, idf: IdfLookup | None) -> dict[str, float]:
     return {term: weight for term, weight in question_terms(question, idf).items()
             if term not in skip and not _APOSTROPHE.search(term)
             and not (_CJK.match(term) and (len(term) == 1 or _chinese_function_word(term)))}
-
-
-def words_left_out(rewrite: str, question: str) -> list[str]:
-    """The question's topic words (``topic_terms``) that ``rewrite``, a rewording of it, no longer says.
-
-    A follow-up condensed into a standalone question adds what the conversation says ("And for children?" becomes
-    "What is the maximum daily dose of ibuprofen for children?"); one that drops a word the question asked with
-    asks something else ("華錦股份2019年的營業收入是多少？" after a turn about a paper became "What was the company's
-    revenue in 2019?"). A Chinese word counts as said wherever it stands in the rewrite, however jieba cuts it.
-    """
-    said = set(tokenize(rewrite))
-    text = to_simplified(rewrite).lower()
-    return [term for term in topic_terms(question, None)
-            if term not in said and not (_CJK.match(term) and term in text)]
 
 
 def topic_share(question: str, sources: Sequence[Source], idf: IdfLookup | None) -> TopicShare:
