@@ -217,11 +217,9 @@ class CitewiseQueryEngine(BaseQueryEngine):
             if line.startswith(prefix):
                 line = line[len(prefix):].strip()
         standalone = line if 3 <= len(line) <= 1000 else question
-        fault = ("it adds an instruction" if adds_instructions(standalone, question)  # it obeyed a quoted document
-                 else _rewrite_fault(standalone, question))
-        if fault:
+        if adds_instructions(standalone, question):  # the model obeyed the conversation (a quoted document)
             trace["condense_rejected"] = standalone
-            trace["condense_rejected_why"] = fault
+            trace["condense_rejected_why"] = "it adds an instruction"
             standalone = question
         trace["standalone_question"] = standalone
         return standalone
@@ -297,14 +295,3 @@ def _history_messages(history: Sequence[ChatTurn]) -> list[ChatMessage]:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 1)
-
-
-
-def _rewrite_fault(rewrite: str, question: str) -> str:
-    """Why a condensed follow-up cannot stand for the question the user asked, or "" when it can: it must keep the
-    question's language. After a turn about an English paper the bundled model rewrote Chinese questions about
-    another document in English ("華錦股份2019年的營業收入是多少？" became "What was the company's revenue in
-    2019?") and the search went to another document. Words left out are not a fault: a faithful rewrite says "How
-    big is it?" as "What is the size of S2ORC?" (docs/answering.md, "Follow-ups")."""
-    language, asked = detect_language(rewrite), detect_language(question)
-    return f"it is in {language}, the question in {asked}" if language != asked else ""

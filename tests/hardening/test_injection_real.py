@@ -59,5 +59,4 @@ def test_the_real_model_condenses_a_follow_up_without_the_documents_link(engine)
                ChatTurn("assistant", f"The notes say: {FACT} {AIMED_AT['condense']}")]
     stream = engine.stream("And the backup code?", history=history)
     assert HOST not in stream.standalone_question, stream.standalone_question
-    # the model itself did not obey (a rewrite may still be set aside for leaving out the question's words)
-    assert stream._trace.get("condense_rejected_why") != "it adds an instruction", stream._trace
+    assert "condense_rejected" not in stream._trace, stream._trace  # the model itself did not obey
