@@ -29,7 +29,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
 from rag.documents import DocumentRecord
-from rag.retrieval.nodes import annotate_node
+from rag.retrieval.nodes import annotate_node, doc_id_of
 from rag.text.tokenizer import tokenize
 
 logger = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ class DocumentBoostPostprocessor(BaseNodePostprocessor):
         normalised = (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
         boosted = []
         for node, base in zip(nodes, normalised):
-            document = documents.get(str(node.node.metadata.get("doc_id", "")), 0.0)
+            document = documents.get(doc_id_of(node), 0.0)
             blended = (1 - self.weight) * float(base) + self.weight * document
             boosted.append(annotate_node(node, score=blended, document_signal=round(document, 4)))
         return sorted(boosted, key=lambda node: node.score or 0.0, reverse=True)

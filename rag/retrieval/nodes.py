@@ -40,3 +40,8 @@ def annotate_node(item: NodeWithScore, *, score: float | None | Any = ..., **met
 def node_text(item: NodeWithScore, mode: MetadataMode = MetadataMode.EMBED) -> str:
     """The text of a node as the embedder (default) or the LLM sees it."""
     return item.node.get_content(metadata_mode=mode)
+
+
+def doc_id_of(item: NodeWithScore) -> str:
+    """The id of the document ``item``'s chunk belongs to ("" when the node carries none)."""
+    return str(item.node.metadata.get("doc_id", ""))

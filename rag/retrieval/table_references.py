@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore
 
+from rag.retrieval.nodes import doc_id_of
 from rag.retrieval.trace import StageTrace
 from rag.text.table_captions import caption_label_key, referenced_labels
 from rag.text.table_text import split_markdown_table
@@ -41,7 +42,7 @@ def boost_referenced_tables(fused: list[NodeWithScore], share: float,
     for item in fused:
         label = caption_label(item)
         if label:
-            tables.setdefault((_document(item), label), []).append(item)
+            tables.setdefault((doc_id_of(item), label), []).append(item)
     if not tables:
         return fused
     lifted: dict[str, float] = {}
@@ -50,7 +51,7 @@ def boost_referenced_tables(fused: list[NodeWithScore], share: float,
         if referrer.node.metadata.get("kind") == "table":
             continue
         for label in referenced_labels(referrer.node.get_content()):
-            parts = [part for part in tables.get((_document(referrer), label), [])
+            parts = [part for part in tables.get((doc_id_of(referrer), label), [])
                      if _pages_apart(part, referrer) <= MAX_PAGES_AWAY]
             best_own = max((part.score or 0.0 for part in parts), default=0.0)
             for part in parts:
@@ -81,7 +82,3 @@ def caption_label(item: NodeWithScore) -> str:
 def _pages_apart(first: NodeWithScore, second: NodeWithScore) -> int:
     pages = [int(item.node.metadata.get(key) or 0) for item in (first, second) for key in ("page_start", "page_end")]
     return max(0, pages[0] - pages[3], pages[2] - pages[1])
-
-
-def _document(item: NodeWithScore) -> str:
-    return str(item.node.metadata.get("doc_id", ""))

@@ -11,6 +11,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag.retrieval.broad import asks_about_whole_document, is_broad, named_section, section_chunks, subject_words
 from rag.retrieval.broad_compare import compared_terms, first_mentions
 from rag.retrieval.contents_listings import reads_as_contents
+from rag.retrieval.nodes import doc_id_of
 from rag.retrieval.postprocessors.base import TracedPostprocessor
 from rag.retrieval.query import report
 
@@ -68,9 +69,9 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
         except Exception as exc:  # noqa: BLE001 - the retrieved passages still answer
             report(query_bundle, fallback=f"could not read the document's passages: {exc}")
             return nodes
-        if doc_id != _doc_of(nodes[0]):
+        if doc_id != doc_id_of(nodes[0]):
             report(query_bundle, note=f"broad question names {_file_of(chunks)!r}: its passages first")
-            nodes = [n for n in nodes if _doc_of(n) == doc_id] + [n for n in nodes if _doc_of(n) != doc_id]
+            nodes = [n for n in nodes if doc_id_of(n) == doc_id] + [n for n in nodes if doc_id_of(n) != doc_id]
         section = named_section(question)
         compared = compared_terms(question) if section is None else []
         if compared:
@@ -109,7 +110,7 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
         hold), while "Is S2ORC big enough to pretrain a language model?" stays with S2ORC although h2oGPT's
         "Democratizing Large Language Models" holds more of its words.
         """
-        candidates = list(dict.fromkeys(_doc_of(n) for n in nodes if _doc_of(n)))
+        candidates = list(dict.fromkeys(doc_id_of(n) for n in nodes if doc_id_of(n)))
         if len(candidates) < 2:
             return candidates[0] if candidates else ""
         in_title = {doc: subject_words(question, _subject(self._chunks_of(doc)[:1])) for doc in candidates}
@@ -118,10 +119,6 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
         top = candidates[0]
         named = [doc for doc in candidates[1:] if names[doc] - in_title[top] and names[top] <= in_title[doc]]
         return max(named, key=lambda doc: len(names[doc])) if named else top  # ties: retrieval's order
-
-
-def _doc_of(node: NodeWithScore) -> str:
-    return str(node.node.metadata.get("doc_id", ""))
 
 
 def _file_of(chunks: Sequence[Any]) -> str:
