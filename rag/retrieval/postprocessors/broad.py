@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import cache
 from typing import Any, Callable, ClassVar, Sequence
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -63,9 +64,10 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
         question = query_bundle.query_str if query_bundle is not None else ""
         if not nodes or not is_broad(question):
             return nodes
+        chunks_of = cache(lambda doc: list(self._chunks_of(doc)))  # each document's passages read once per question
         try:
-            doc_id = self._named_document(question, nodes)
-            chunks = list(self._chunks_of(doc_id)) if doc_id else []
+            doc_id = self._named_document(question, nodes, chunks_of)
+            chunks = chunks_of(doc_id) if doc_id else []
         except Exception as exc:  # noqa: BLE001 - the retrieved passages still answer
             report(query_bundle, fallback=f"could not read the document's passages: {exc}")
             return nodes
@@ -97,8 +99,7 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
         placed = {chunk.chunk_id for chunk in wanted}
         return [self._make_node(chunk, score) for chunk in wanted] + [n for n in nodes if n.node.node_id not in placed]
 
-
-    def _named_document(self, question: str, nodes: Sequence[NodeWithScore]) -> str:
+    def _named_document(self, question: str, nodes: Sequence[NodeWithScore], chunks_of: ChunksOf) -> str:
         """The retrieved document the question names, else the top passage's.
 
         In a library of two annual reports, "华锦股份年报第四节…" was read from whichever report ranked first
@@ -113,7 +114,7 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
         candidates = list(dict.fromkeys(doc_id_of(n) for n in nodes if doc_id_of(n)))
         if len(candidates) < 2:
             return candidates[0] if candidates else ""
-        in_title = {doc: subject_words(question, _subject(self._chunks_of(doc)[:1])) for doc in candidates}
+        in_title = {doc: subject_words(question, _subject(chunks_of(doc)[:1])) for doc in candidates}
         names = {doc: {word for word in words if self._holder is None or self._holder(word) == doc}
                  for doc, words in in_title.items()}
         top = candidates[0]
