@@ -25,7 +25,7 @@ from rag.prompts import (
     answer_system_prompt,
     format_sources,
 )
-from rag.retrieval.broad import is_broad
+from rag.retrieval.question_kind import is_broad
 from rag.text.language import detect_language
 from rag.text.overlap import content_tokens, overlap
 from rag.text.splitting import passage_sentences

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Sequence
 
-from rag.retrieval.broad import heading_parts, plain_question
+from rag.retrieval.broad import heading_parts
+from rag.retrieval.question_kind import plain_question
 
 # The two things a comparison names: "How do RAPT and NC-RAPT differ?", "the difference between A and B",
 # "compare A with B", "A vs B", "A和B有什么区别", "比较A与B".

@@ -16,7 +16,7 @@ from typing import Any, Callable, ClassVar
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from rag.retrieval.broad import is_broad
+from rag.retrieval.question_kind import is_broad
 from rag.retrieval.evidence import IdfLookup, fit_evidence
 from rag.retrieval.nodes import annotate_node, node_text
 from rag.retrieval.postprocessors.base import TracedPostprocessor

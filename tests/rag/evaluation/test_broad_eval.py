@@ -8,7 +8,7 @@ import pytest
 
 from rag.config import RagConfig
 from rag.evaluation.broad_eval import evaluate_broad, load_questions, supported
-from rag.retrieval.broad import is_broad
+from rag.retrieval.question_kind import is_broad
 from tests import fixtures
 from tests.app.conftest import RoutedLLM
 

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from rag.retrieval.broad import SectionName, asks_about_whole_document, is_broad, named_section, section_chunks
+from rag.retrieval.broad import SectionName, asks_about_whole_document, named_section, section_chunks
 from rag.retrieval.broad_compare import compared_terms, first_mentions
+from rag.retrieval.question_kind import is_broad
 from rag.retrieval.postprocessors.broad import BroadQuestionPostprocessor
 from rag.retrieval.query import SearchQuery
 from rag.retrieval.trace import QueryTrace

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from rag.retrieval.broad import is_broad, named_section
+from rag.retrieval.broad import named_section
+from rag.retrieval.question_kind import is_broad
 from rag.retrieval.evidence import GAP, fit_evidence
 from rag.retrieval.postprocessors import ContextBudgetPostprocessor
 from rag.text.language import count_tokens
