@@ -26,7 +26,7 @@ _BROAD_EN = re.compile(
     r"authors?) .{0,60}?(?:find|show|report|conclude)|"
     r"(?:describe|discuss|report|say)s? .{0,30}?\b(?:in|about) (?:this|the) (?:\w+ )?(?:paper|report|filing|document|"
     r"study)|"
-    r",\s+and\s+(?:what|which|how|why)\s+(?!other\b)\w+(?:['’]\w+)?\s+\w+|"
+    r",\s+and\s+(?:what|which|how|why)\s+(?!other\b)[\w-]+(?:['’]\w+)?\s+[\w-]+|"
     r"explain (?:the|this) (?:paper|method|approach|section)|"
     r"describe (?:the|this) (?:paper|method|approach|section))\b",
     re.IGNORECASE)
@@ -47,23 +47,49 @@ _ASKS_FOR_AN_ACCOUNT = (
     # what a document or its parts say ("What does Uber's 10-Q say about its liquidity?")
     re.compile(r"\bwhat (?:does|do|did) (?:[^?]{0,60}?\s)?(?:paper|report|filing|10-[qk]|study|studies|survey|"
                r"article|document|book|chapter|section|authors?|results|experiments?|evaluation|analysis|manual|"
-               r"guide|case|regulation|contract|agreement|policy|statement)'?s? (?:say|show|find|report|reveal|"
-               r"conclude|suggest|argue|claim|recommend|propose|discuss|cover|describe|explain|note|mention)\b",
+               r"guide|case|regulation|contract|agreement|policy|statement|team)'?s? (?:say|show|find|report|reveal|"
+               r"conclude|suggest|argue|claim|recommend|propose|discuss|cover|describe|explain|note|mention|disclose|"
+               r"detail|learn)\b",
                re.IGNORECASE),
+    # what the people a study asked said of it ("What did participants in the field study say about ...?")
+    re.compile(r"\bwhat (?:did|do|does) (?:the )?(?:participants|users|interviewees|respondents|readers|reviewers)\b"
+               r"[^?]{0,80}?\b(?:say|think|feel|report|prefer|like|dislike|find|mention|suggest)\b", re.IGNORECASE),
+    # how a thing is shown, placed or handled ("How does the report place its models against GPT-3 ...?")
+    re.compile(r"\bhow (?:does|do|did) (?:the|this|its|their) [^?]{1,80}?\b(?:show|illustrate|demonstrate|place|"
+               r"position|rank|stack up|measure up|accommodate|handle|deal with)\b", re.IGNORECASE),
     # a second question joined on ("..., and does it think it has enough cash?")
     re.compile(r",\s*and\s+(?:does|do|did|is|are|was|were|can|could|will|would|should|has|have)\s+"
-               r"(?:it|they|the|this|its|their|he|she|we|you)\b", re.IGNORECASE),
+               r"(?:it|they|the|this|that|its|their|he|she|we|you)\b", re.IGNORECASE),
     # a question followed by what the reader wants from it ("... show? I'm interested both in ...")
-    re.compile(r"[?？]\s*(?:i'?m|i am|i'?d|i would|i want|please|especially|in particular|focus)\b", re.IGNORECASE),
+    re.compile(r"[?？]\s*(?:i'?m|i am|i'?d|i would|i want|i mean|please|especially|in particular|focus)\b",
+               re.IGNORECASE),
     # 整理/梳理 a part, 讲讲/说一下 it, 帮我概括; plans (有什么打算, 未来的方向, 工作目标); how something is built
     re.compile(r"整理一下|请整理|帮我整理|梳理|归纳一下|讲讲|说说|谈谈|讲一下|说一下|解释一下|都讲|"
-               r"帮我(?:概括|总结|讲|说|解释|分析|理|捋)"),
+               r"帮我(?:概括|总结|讲|说|解释|分析|理|捋)|想了解|请说明|请解释|说明一下"),
     re.compile(r"(?:有什么|有何)打算|打算(?:怎么|如何)|未来.{0,6}(?:方向|计划|规划)|(?:工作|经营|发展)(?:计划|目标|规划)"),
     re.compile(r"(?:怎么|怎样|如何)(?:实现|搭建|构建)|是(?:怎么|怎样|如何)(?:运作|工作)的"),
 )
 SECTION_NUMBER = re.compile(r"\b(?:section|chapter|part|§)\s*(\d+(?:\.\d+)*)\b|"
                              r"第\s*([0-9]+|[一二三四五六七八九十]+)\s*[章节部分篇]", re.IGNORECASE)
 _QUESTION_MARK = re.compile(r"[?？]")
+# One value asked for, where a place in the document is named first ("In S2ORC's comparison of corpora, how many
+# papers ...?", "In the summary table, what default is given for \LTcapwidth?", "在编辑器对比表中，WinEdt 要花多少钱？"):
+# the words that name the place (comparison, summary, section 3.6, 对比表) say nothing of what is asked.
+_CLAUSE_WH = re.compile(r"(?:^|[,:;]\s*)((?:what|which|how|who|whom|whose|when|in which|in what)\b.*)$",
+                        re.IGNORECASE | re.DOTALL)
+_ONE_VALUE_EN = re.compile(
+    r"^(?:how (?:many|much|long|old|often|far|large|big|tall|high)\b|(?:who|whom|whose|when)\b|"
+    r"(?:in )?(?:what|which) (?:(?!(?:does|do|did|has|have)\b)[\w.'’-]+ ){0,5}?(?:year|date|day|month|time|age|percent|percentage|share|"
+    r"proportion|number|amount|score|value|default|figure|rate|price|cost|size|coefficient|estimate|total|entry|"
+    r"name|language|letter|symbol|command|option|function|package|section|page|error|aic|bic)s?\b"
+    r"(?! (?:and|or)\b)|"
+    r"what (?:does|do|did) [^?,]{1,60}? (?:specify|stand for|denote|mean)\b|"
+    r"what [\w.'’-]+ (?:does|do|did) [^?,]{1,60}? (?:score|get|achieve|reach|obtain)\b)", re.IGNORECASE)
+_ONE_VALUE_ZH = re.compile(r"多少|几(?:个|所|年|次|位|种|项|家|名|天|月|岁|倍|条|篇|章|人)|哪一?年|何时|什么时候|是谁|"
+                           r"含义是什么|用什么(?:字母|符号|命令|标志|单位|颜色)")
+_MORE_THAN_A_VALUE_ZH = re.compile(r"哪些|怎么|怎样|如何|为什么|为何|总结|概括|介绍|讲讲|说明|解释|区别|不同|原因")
+_SECOND_ASK = re.compile(r"[,;]\s*(?:and|or|but)?\s*(?:what|which|how|why|who|when|where|is|are|was|were|does|do|"
+                         r"did|can)\b|\band (?:why|how|what|which|where|when|who)\b", re.IGNORECASE)
 _QUOTED_TITLE = re.compile(r"《[^》]*》|“[^”]*”|\"[^\"]*\"")
 
 
@@ -79,6 +105,8 @@ def is_broad(question: str) -> bool:
         return False
     # a section named by number is asked about as a whole; one named by title only when the question is broad
     # ("Where is the coldest section of Victoria?" is a factoid)
+    if asks_for_one_value(text):
+        return False
     return bool(_BROAD_EN.search(text) or _BROAD_ZH.search(text) or SECTION_NUMBER.search(text)
                 or any(pattern.search(text) for pattern in _ASKS_FOR_AN_ACCOUNT) or _asks_two_things(text))
 
@@ -88,3 +116,19 @@ def _asks_two_things(text: str) -> bool:
     text = _QUOTED_TITLE.sub("", text)  # a "?" inside a quoted title is not a question
     marks = _QUESTION_MARK.findall(text)
     return len(marks) >= 2 and sum(len(part.strip()) >= 4 for part in _QUESTION_MARK.split(text)) >= 2
+
+
+def asks_for_one_value(question: str) -> bool:
+    """True for a single question after one value ("how many", "what default", "多少", "哪一年"), whatever place
+    in the document it names first: its comparison, summary or section words name where the value is."""
+    text = plain_question(question)
+    if _asks_two_things(text):
+        return False
+    if not text.isascii():
+        asked = re.split(r"[，,：:]", text)[-1]
+        return bool(_ONE_VALUE_ZH.search(asked)) and not _MORE_THAN_A_VALUE_ZH.search(asked)
+    clause = _CLAUSE_WH.search(text)
+    if clause is None:
+        return False
+    asked = clause.group(1)
+    return bool(_ONE_VALUE_EN.match(asked)) and not _SECOND_ASK.search(asked)
