@@ -65,6 +65,12 @@ def run_eval_answers(args: argparse.Namespace, config: RagConfig) -> int:
 
     if args.dataset in BROAD_SETS:
         return _run_broad(args, config)
+    broad_only = [flag for flag, value in (("--library", getattr(args, "library", None)),
+                                           ("--whole-library", getattr(args, "whole_library", False))) if value]
+    if broad_only:  # said, not ignored: the run would be read as one asked of the whole library
+        print(f"error: {' and '.join(broad_only)} only apply to the broad sets ({', '.join(BROAD_SETS)}), "
+              f"not to {args.dataset!r}", file=sys.stderr)
+        return 2
     split = getattr(args, "split", None)
     real_unanswerables = args.dataset in UNANSWERABLE_SETS or split is not None
     try:

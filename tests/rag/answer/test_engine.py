@@ -382,3 +382,17 @@ def test_tool_calling_llm_may_answer_without_searching(store, docs, small_chunks
     result = _engine(store, ToolLLM(), small_chunks, search_mode="auto").answer("hello!")
     assert result.answer == "Hello! Ask me about your documents." and result.sources == []
     assert not result.abstained and result.trace["route"].startswith("direct")
+
+
+def test_the_broad_sets_own_options_are_refused_for_other_sets(capsys) -> None:
+    # a run that silently ignored --whole-library would be read as one asked of the whole library
+    import argparse
+
+    from rag.cli.answer import add_commands
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"))
+    for extra in (["--whole-library"], ["--library", "/tmp/never-built"]):
+        args = parser.parse_args(["eval-answers", "--dataset", "squad2", *extra])
+        assert args.handler(args, RagConfig()) == 2
+        assert extra[0] in capsys.readouterr().err
