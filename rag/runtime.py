@@ -46,7 +46,7 @@ def build_router(config: RagConfig, *, load: Callable[[str], BaseEmbedding] | No
             (another batch size, another second model) share one loaded copy of each model. Defaults to
             ``load_embedder``.
     """
-    from rag.models.embedders import with_batch_size
+    from rag.models.embedding_router import with_batch_size
 
     load = load or load_embedder
     batch_size = config.embedding.batch_size

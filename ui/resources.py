@@ -3,9 +3,9 @@ engine.
 
 The config is frozen and hashable, so it and its sections are the cache keys. Models are keyed by only
 what changes them: an embedding model by its spec (stores of other embedding settings share it), the
-store by the storage and embedding sections, the embedded LLM by its model file,
-context size and threads (one loaded copy however the other LLM settings change), the reranker by its
-folder. The query engine is assembled once per whole config around those shared models: a new setting
+store by the storage and embedding sections but the batch size (a speed setting its router takes in
+place), the embedded LLM by its model file, context size and threads (one loaded copy however the other LLM
+settings change), the reranker by its folder. The query engine is assembled once per whole config around those shared models: a new setting
 means a new (cheap) engine, never a second copy of a model.
 """
 
@@ -48,7 +48,16 @@ def _store(storage: StorageConfig, embedding: EmbeddingConfig) -> DocumentStore:
 
 
 def get_store(config: RagConfig) -> DocumentStore:
-    return _store(config.storage, config.embedding)
+    store = _store(config.storage, _store_key(config.embedding))
+    store.router.set_batch_size(config.embedding.batch_size)
+    return store
+
+
+def _store_key(embedding: EmbeddingConfig) -> EmbeddingConfig:
+    """The embedding settings a store is kept by: all but the batch size, a speed setting that the store's
+    router takes in place. A second store of one library would keep a second keyword index in memory and run
+    a second ingest queue and background embedder on the same folder."""
+    return replace(embedding, batch_size=EmbeddingConfig().batch_size)
 
 
 @st.cache_resource
@@ -66,7 +75,8 @@ def _ingest_queue(storage: StorageConfig, embedding: EmbeddingConfig):
 
 def get_ingest_queue(config: RagConfig):
     """One background ingest worker per store, shared by every session of this server."""
-    return _ingest_queue(config.storage, config.embedding)
+    get_store(config)  # the store's batch size follows the settings
+    return _ingest_queue(config.storage, _store_key(config.embedding))
 
 
 @st.cache_resource(show_spinner="Loading the language model…", max_entries=2)

@@ -216,17 +216,6 @@ def build_embedder(spec: str, *, batch_size: int = 32, config_field: str | None 
     return SentenceTransformerEmbedding(model, model_id=local_model_id(path), batch_size=batch_size)
 
 
-def with_batch_size(embedder: BaseEmbedding, batch_size: int) -> BaseEmbedding:
-    """``embedder`` encoding ``batch_size`` texts per call, sharing its loaded model (and its lock).
-
-    A pydantic copy keeps the private attributes of the original, so a second batch size costs a small
-    wrapper, not a second copy of the weights.
-    """
-    if embedder.embed_batch_size == batch_size:
-        return embedder
-    return embedder.model_copy(update={"embed_batch_size": batch_size})
-
-
 def _scifact_minilm(models_dir: Path, batch_size: int) -> SentenceTransformerEmbedding:
     folder = models_dir / SCIFACT_MINILM_FOLDER
     record = folder / "training.json"  # written last by the trainer: its presence means a finished model

@@ -55,6 +55,7 @@ class EmbedderRouter:
         self._config = config
         self._factory = factory
         self._loaded: dict[str, BaseEmbedding] = {}
+        self._batch_size: int | None = None  # set by set_batch_size; else the factory's
         self._lock = threading.Lock()
         self.query_vectors: LRUCache[list[float]] = LRUCache(query_cache_size)
 
@@ -142,8 +143,33 @@ class EmbedderRouter:
         """The embedder for a model spec, loaded on first use."""
         with self._lock:
             if spec not in self._loaded:
-                self._loaded[spec] = self._factory(spec)
+                embedder = self._factory(spec)
+                self._loaded[spec] = embedder if self._batch_size is None else with_batch_size(embedder,
+                                                                                                self._batch_size)
             return self._loaded[spec]
+
+    def set_batch_size(self, batch_size: int) -> None:
+        """Encode ``batch_size`` texts per call from now on, with every model.
+
+        A speed setting: the vectors are the same, so a store keeps its router (and its library's
+        keyword index, ingest queue and background embedder) when only this changes.
+        """
+        with self._lock:
+            if batch_size == self._batch_size:
+                return
+            self._batch_size = batch_size
+            self._loaded = {spec: with_batch_size(e, batch_size) for spec, e in self._loaded.items()}
+
+
+def with_batch_size(embedder: BaseEmbedding, batch_size: int) -> BaseEmbedding:
+    """``embedder`` encoding ``batch_size`` texts per call, sharing its loaded model (and its lock).
+
+    A pydantic copy keeps the private attributes of the original, so a second batch size costs a small
+    wrapper, not a second copy of the weights.
+    """
+    if embedder.embed_batch_size == batch_size:
+        return embedder
+    return embedder.model_copy(update={"embed_batch_size": batch_size})
 
 
 def model_id_of(embedder: BaseEmbedding) -> str:
