@@ -48,8 +48,8 @@ _ASKS_FOR_AN_ACCOUNT = (
     re.compile(r"\bwhat (?:does|do|did) (?:[^?]{0,60}?\s)?(?:paper|report|filing|10-[qk]|study|studies|survey|"
                r"article|document|book|chapter|section|authors?|results|experiments?|evaluation|analysis|manual|"
                r"guide|case|regulation|contract|agreement|policy|statement|team)'?s? (?:say|show|find|report|reveal|"
-               r"conclude|suggest|argue|claim|recommend|propose|discuss|cover|describe|explain|note|mention|disclose|"
-               r"detail|learn)\b",
+               r"conclude|suggest|argue|claim|recommend|propose|discuss|cover|describe|explain|note|mention|learn)\b|"
+               r"\bwhat (?:does|do|did) [^?]{1,60}? (?:disclose|detail) about\b",
                re.IGNORECASE),
     # what the people a study asked said of it ("What did participants in the field study say about ...?")
     re.compile(r"\bwhat (?:did|do|does) (?:the )?(?:participants|users|interviewees|respondents|readers|reviewers)\b"
