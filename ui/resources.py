@@ -5,8 +5,8 @@ The config is frozen and hashable, so it and its sections are the cache keys. Mo
 what changes them: an embedding model by its spec (stores of other embedding settings share it), the
 store by the storage and embedding sections but the batch size (a speed setting its router takes in
 place), the embedded LLM by its model file, context size and threads (one loaded copy however the other LLM
-settings change), the reranker by its folder. The query engine is assembled once per whole config around those shared models: a new setting
-means a new (cheap) engine, never a second copy of a model.
+settings change), the reranker by its folder. The query engine is assembled once per whole config around
+those shared models: a new setting means a new (cheap) engine, never a second copy of a model.
 """
 
 from __future__ import annotations

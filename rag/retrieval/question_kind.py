@@ -79,8 +79,8 @@ _CLAUSE_WH = re.compile(r"(?:^|[,:;]\s*)((?:what|which|how|who|whom|whose|when|i
                         re.IGNORECASE | re.DOTALL)
 _ONE_VALUE_EN = re.compile(
     r"^(?:how (?:many|much|long|old|often|far|large|big|tall|high)\b|(?:who|whom|whose|when)\b|"
-    r"(?:in )?(?:what|which) (?:(?!(?:does|do|did|has|have)\b)[\w.'’-]+ ){0,5}?(?:year|date|day|month|time|age|percent|percentage|share|"
-    r"proportion|number|amount|score|value|default|figure|rate|price|cost|size|coefficient|estimate|total|entry|"
+    r"(?:in )?(?:what|which) (?:(?!(?:does|do|did|has|have)\b)[\w.'’-]+ ){0,5}?(?:year|date|day|month|time|age|"
+    r"percent|percentage|share|proportion|number|amount|score|value|default|figure|rate|price|cost|size|coefficient|estimate|total|entry|"
     r"name|language|letter|symbol|command|option|function|package|section|page|error|aic|bic)s?\b"
     r"(?! (?:and|or)\b)|"
     r"what (?:does|do|did) [^?,]{1,60}? (?:specify|stand for|denote|mean)\b|"

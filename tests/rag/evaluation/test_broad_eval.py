@@ -131,10 +131,11 @@ def test_the_one_language_blind_sets_are_well_formed(name: str, size: int, langu
         assert q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
 
 
-def test_the_named_document_set_names_each_document_in_its_questions() -> None:
+@pytest.mark.parametrize("name", ["broad-named", "broad-named2"])
+def test_the_named_document_sets_name_each_document_in_their_questions(name: str) -> None:
     from rag.evaluation.answers import BROAD_SETS
 
-    questions = load_questions(BROAD_SETS["broad-named"])
+    questions = load_questions(BROAD_SETS[name])
     assert len(questions) == 24 and len({q["file"] for q in questions}) == 12
     for q in questions:
         assert q["names_document_by"] and q["names_document_by"] in q["question"]
