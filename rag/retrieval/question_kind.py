@@ -80,8 +80,8 @@ _CLAUSE_WH = re.compile(r"(?:^|[,:;]\s*)((?:what|which|how|who|whom|whose|when|i
 _ONE_VALUE_EN = re.compile(
     r"^(?:how (?:many|much|long|old|often|far|large|big|tall|high)\b|(?:who|whom|whose|when)\b|"
     r"(?:in )?(?:what|which) (?:(?!(?:does|do|did|has|have)\b)[\w.'’-]+ ){0,5}?(?:year|date|day|month|time|age|"
-    r"percent|percentage|share|proportion|number|amount|score|value|default|figure|rate|price|cost|size|coefficient|estimate|total|entry|"
-    r"name|language|letter|symbol|command|option|function|package|section|page|error|aic|bic)s?\b"
+    r"percent|percentage|share|proportion|number|amount|score|value|default|figure|rate|price|cost|size|"
+    r"coefficient|estimate|total|entry|name|language|letter|symbol|command|option|function|package|section|page|error|aic|bic)s?\b"
     r"(?! (?:and|or)\b)|"
     r"what (?:does|do|did) [^?,]{1,60}? (?:specify|stand for|denote|mean)\b|"
     r"what [\w.'’-]+ (?:does|do|did) [^?,]{1,60}? (?:score|get|achieve|reach|obtain)\b)", re.IGNORECASE)
@@ -103,10 +103,10 @@ def is_broad(question: str) -> bool:
     text = plain_question(question)
     if not text:
         return False
-    # a section named by number is asked about as a whole; one named by title only when the question is broad
-    # ("Where is the coldest section of Victoria?" is a factoid)
     if asks_for_one_value(text):
         return False
+    # a section named by number is asked about as a whole; one named by title only when the question is broad
+    # ("Where is the coldest section of Victoria?" is a factoid)
     return bool(_BROAD_EN.search(text) or _BROAD_ZH.search(text) or SECTION_NUMBER.search(text)
                 or any(pattern.search(text) for pattern in _ASKS_FOR_AN_ACCOUNT) or _asks_two_things(text))
 
