@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from rag.text.language import detect_language
 from rag.text.script import to_simplified
 
 _BROAD_EN = re.compile(
@@ -124,7 +125,7 @@ def asks_for_one_value(question: str) -> bool:
     text = plain_question(question)
     if _asks_two_things(text):
         return False
-    if not text.isascii():
+    if detect_language(text) == "zh":  # not "any non-ASCII letter": "Beyoncé", "S2ORC’s" are English
         asked = re.split(r"[，,：:]", text)[-1]
         return bool(_ONE_VALUE_ZH.search(asked)) and not _MORE_THAN_A_VALUE_ZH.search(asked)
     clause = _CLAUSE_WH.search(text)
