@@ -20,7 +20,9 @@ _BROAD_EN = re.compile(
     r"what (?:problem|issue|question)s? (?:does|do|did|is|are)|"
     r"what is (?:this|the) (?:paper|document|report|article|book|chapter|section) about|"
     r"how (?:does|do|did) (?:the|this|their|its) (?:method|approach|system|model|framework|paper) work|"
-    r"(?:how|in what ways?) (?:do|does|did) .{1,60}? differ|difference between|compare|comparison|"
+    r"(?:how|in what ways?) (?:do|does|did) .{1,120}? differ|difference between|compare|comparison|"
+    r"how (?:is|are|was|were) .{1,120}? different\b|what(?:'s| is| are) the (?:main |key |real )?differences?\b|"
+    r",\s*and why\b|"
     r"(?:what|which) (?:are |were )?(?:the |its |their |some )?(?:main |key )?(?:limitations|weaknesses|shortcomings)|"
     r"what does (?:the |this )?.{1,60}? (?:section|chapter) (?:say|cover|discuss|describe)|"
     r"what (?:did|does|do) (?:the|this|its|their) (?:\w+ )?(?:study|studies|survey|evaluation|experiments?|analysis|"
@@ -34,13 +36,14 @@ _BROAD_EN = re.compile(
 _BROAD_ZH = re.compile(r"总结|概括|概述|摘要|主要(?:内容|贡献|观点|思想|问题|方法|结论|发现)|讲了什么|讲的是什么|"
                        r"解决了?什么问题|有什么区别|有何区别|区别是什么|有什么不同|比较|对比|介绍一下|简述|"
                        r"(?:有|存在)(?:哪些|什么)(?:局限|不足)|局限性|不足之处|主要有哪些|有哪些主要|哪些主要|"
-                       r"(?:如何|怎么|怎样)应对|一步步|哪些步骤|步骤是什么|流程是")
+                       r"(?:如何|怎么|怎样)应对|一步步|哪些步骤|步骤是什么|流程是|有什么不一样|有啥不一样|差在哪|"
+                       r"(?:怎么|如何|怎样)推(?:出|导)|推导过程")
 # Families of phrasing that ask for an account rather than a fact, each checked against the factoid sets'
 # 25,242 questions (SQuAD 2.0 train subset, SQuAD v1.1 dev, CJRC dev, CMRC2018 dev, ACE-whQA), where together
 # they match three ("What does the plos pathogen paper claim?"):
 _ASKS_FOR_AN_ACCOUNT = (
     # a request opening the question or a sentence of it ("Explain ...", "Can you walk me through ...")
-    re.compile(r"(?:^|[.?!]\s+)(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?)?(?:explain|describe|"
+    re.compile(r"(?:^|[.?!]\s+)(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?)?(?:explain|describe|list|"
                r"walk (?:me|us) through|tell (?:me|us) about|go (?:over|through)|break down|give (?:me |us )?"
                r"(?:an? |the )?(?:overview|rundown|summary|sense|idea|picture))\b", re.IGNORECASE),
     re.compile(r"\bwhat(?:'s| is| are| was| were) the (?:gist|takeaways?|upshot|bottom line|big picture)\b",
@@ -55,6 +58,9 @@ _ASKS_FOR_AN_ACCOUNT = (
     # what the people a study asked said of it ("What did participants in the field study say about ...?")
     re.compile(r"\bwhat (?:did|do|does) (?:the )?(?:participants|users|interviewees|respondents|readers|reviewers)\b"
                r"[^?]{0,80}?\b(?:say|think|feel|report|prefer|like|dislike|find|mention|suggest)\b", re.IGNORECASE),
+    # how a thing is made to work ("How is ChatGPT prompted to rewrite queries?")
+    re.compile(r"\bhow (?:is|are|was|were) [^?]{1,80}? (?:prompted|trained|built|designed|implemented|constructed|"
+               r"organi[sz]ed|structured)\b", re.IGNORECASE),
     # how a thing is shown, placed or handled ("How does the report place its models against GPT-3 ...?")
     re.compile(r"\bhow (?:does|do|did) (?:the|this|its|their) [^?]{1,80}?\b(?:show|illustrate|demonstrate|place|"
                r"position|rank|stack up|measure up|accommodate|handle|deal with)\b", re.IGNORECASE),
