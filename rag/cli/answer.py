@@ -29,8 +29,9 @@ def add_commands(subparsers: Any) -> None:
     evaluate.add_argument("--dataset", default="squad",
                           help="squad2, cjrc, ace-whqa, cuad (real unanswerables, paragraph in the library); "
                                "squad, cmrc2018 (unanswerables left out); broad, broad-holdout … broad-holdout11 "
-                               "(summaries and comparisons over ../shared/data/pdfs), broad-named, broad-named2 "
-                               "(questions that name their document, for --whole-library), broad-unanswerable-dev, "
+                               "(summaries and comparisons over ../shared/data/pdfs), broad-named, broad-named2, "
+                               "broad-named3 (questions that name their document, for --whole-library), "
+                               "broad-unanswerable-dev, "
                                "-report, -holdout … -holdout6 (broad questions their document does not cover); "
                                "or a SQuAD-format JSON path")
     evaluate.add_argument("--split", choices=["tune", "report"], default=None,

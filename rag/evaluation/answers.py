@@ -51,6 +51,7 @@ BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-holdout11": _QUESTIONS / "broad_questions_holdout11.json",
               "broad-named": _QUESTIONS / "broad_questions_named.json",  # asked with --whole-library
               "broad-named2": _QUESTIONS / "broad_questions_named2.json",  # likewise, written blind after it
+              "broad-named3": _QUESTIONS / "broad_questions_named3.json",  # likewise, written blind after that
               "broad-unanswerable-dev": _QUESTIONS / "broad_unanswerable_dev.json",
               "broad-unanswerable-report": _QUESTIONS / "broad_unanswerable_report.json",
               "broad-unanswerable-holdout": _QUESTIONS / "broad_unanswerable_holdout.json",

@@ -131,7 +131,7 @@ def test_the_one_language_blind_sets_are_well_formed(name: str, size: int, langu
         assert q["pages"] and all(isinstance(page, int) and page >= 1 for page in q["pages"])
 
 
-@pytest.mark.parametrize("name", ["broad-named", "broad-named2"])
+@pytest.mark.parametrize("name", ["broad-named", "broad-named2", "broad-named3"])
 def test_the_named_document_sets_name_each_document_in_their_questions(name: str) -> None:
     from rag.evaluation.answers import BROAD_SETS
 
