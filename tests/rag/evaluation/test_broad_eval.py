@@ -21,6 +21,16 @@ def test_every_written_question_is_broad_and_names_a_shared_pdf() -> None:
         assert q["file"].startswith(("en/", "zh/")) and q["key_terms"] and q["pages"]
 
 
+def test_every_question_of_the_fully_read_development_sets_stays_broad() -> None:
+    # the sets every round so far was chosen on, each a development set after its report; broad-named2 and
+    # broad-named3 still hold misses (docs/answering.md, the tenth and eleventh rounds) and are left out
+    from rag.evaluation.answers import BROAD_SETS
+
+    lost = [q["question"] for name, path in BROAD_SETS.items() if name not in ("broad-named2", "broad-named3")
+            for q in load_questions(path) if not is_broad(q["question"])]
+    assert not lost
+
+
 def test_supported_needs_a_key_term_and_a_cited_gold_page() -> None:
     assert supported("It builds a corpus of papers [1].", [1], ["corpus"], [1, 2])
     assert not supported("It builds a corpus of papers [1].", [7], ["corpus"], [1, 2])
