@@ -29,8 +29,8 @@ from rag.answer.topic import check_broad
 from rag.answer.types import AnswerResult, Citation, Source
 from rag.answer.verify import revise, verify_claims
 from rag.config import RagConfig
-from rag.retrieval.question_kind import is_broad
 from rag.retrieval.query import RetrievalResult
+from rag.retrieval.question_kind import is_broad
 from rag.text.language import detect_language
 
 logger = logging.getLogger(__name__)

@@ -31,8 +31,8 @@ from rag.answer.gate import yes_probability
 from rag.answer.types import Source
 from rag.prompts import (VERIFY_ASK, VERIFY_ASK_BROAD, VERIFY_PROMPT, answer_system_prompt, as_quoted_data,
                          format_sources)
-from rag.retrieval.question_kind import is_broad
 from rag.retrieval.evidence import question_terms
+from rag.retrieval.question_kind import is_broad
 from rag.text.language import detect_language
 from rag.text.overlap import content_tokens
 from rag.text.tokenizer import tokenize

@@ -110,7 +110,7 @@ def is_broad(question: str) -> bool:
     text = plain_question(question)
     if not text:
         return False
-    if asks_for_one_value(text):
+    if _asks_for_one_value(text):
         return False
     # a section named by number is asked about as a whole; one named by title only when the question is broad
     # ("Where is the coldest section of Victoria?" is a factoid)
@@ -128,7 +128,11 @@ def _asks_two_things(text: str) -> bool:
 def asks_for_one_value(question: str) -> bool:
     """True for a single question after one value ("how many", "what default", "多少", "哪一年"), whatever place
     in the document it names first: its comparison, summary or section words name where the value is."""
-    text = plain_question(question)
+    return _asks_for_one_value(plain_question(question))
+
+
+def _asks_for_one_value(text: str) -> bool:
+    """``asks_for_one_value`` of a question already in simplified script (``is_broad`` converts it once)."""
     if _asks_two_things(text):
         return False
     if detect_language(text) == "zh":  # not "any non-ASCII letter": "Beyoncé", "S2ORC’s" are English

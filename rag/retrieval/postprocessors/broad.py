@@ -10,12 +10,12 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag.retrieval.broad import asks_about_whole_document, named_section, section_chunks, subject_words
-from rag.retrieval.question_kind import is_broad
 from rag.retrieval.broad_compare import compared_terms, first_mentions
 from rag.retrieval.contents_listings import reads_as_contents
 from rag.retrieval.nodes import doc_id_of
 from rag.retrieval.postprocessors.base import TracedPostprocessor
 from rag.retrieval.query import report
+from rag.retrieval.question_kind import is_broad
 
 logger = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from typing import Any, Callable, ClassVar
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from rag.retrieval.question_kind import is_broad
 from rag.retrieval.evidence import IdfLookup, fit_evidence
 from rag.retrieval.nodes import annotate_node, node_text
 from rag.retrieval.postprocessors.base import TracedPostprocessor
 from rag.retrieval.query import as_search_query, expanded, report
+from rag.retrieval.question_kind import is_broad
 from rag.text.language import count_tokens
 
 logger = logging.getLogger(__name__)
