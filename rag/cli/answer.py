@@ -30,7 +30,7 @@ def add_commands(subparsers: Any) -> None:
                           help="squad2, cjrc, ace-whqa, cuad (real unanswerables, paragraph in the library); "
                                "squad, cmrc2018 (unanswerables left out); broad, broad-holdout … broad-holdout11 "
                                "(summaries and comparisons over ../shared/data/pdfs), broad-named, broad-named2, "
-                               "broad-named3 (questions that name their document, for --whole-library), "
+                               "broad-named3, broad-named4 (questions that name their document, for --whole-library), "
                                "broad-unanswerable-dev, "
                                "-report, -holdout … -holdout6 (broad questions their document does not cover); "
                                "or a SQuAD-format JSON path")

@@ -52,6 +52,7 @@ BROAD_SETS = {"broad": _QUESTIONS / "broad_questions.json",
               "broad-named": _QUESTIONS / "broad_questions_named.json",  # asked with --whole-library
               "broad-named2": _QUESTIONS / "broad_questions_named2.json",  # likewise, written blind after it
               "broad-named3": _QUESTIONS / "broad_questions_named3.json",  # likewise, written blind after that
+              "broad-named4": _QUESTIONS / "broad_questions_named4.json",  # and a fourth
               "broad-unanswerable-dev": _QUESTIONS / "broad_unanswerable_dev.json",
               "broad-unanswerable-report": _QUESTIONS / "broad_unanswerable_report.json",
               "broad-unanswerable-holdout": _QUESTIONS / "broad_unanswerable_holdout.json",
