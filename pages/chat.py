@@ -14,7 +14,7 @@ import streamlit as st
 from rag.index.registry import SEARCHABLE
 from rag.answer.types import ChatTurn
 from rag.answer.transcript import to_json, to_markdown
-from ui.answer_view import ASK_ANYWAY_KEY, render_result, stream_answer
+from ui.answer_view import ASK_ANYWAY_KEY, ASK_AS_BROAD_KEY, render_result, stream_answer
 from ui.navigation import set_up_navigation
 from ui.resources import get_store
 from ui.safe_text import escape_markdown, plain, show_answer
@@ -71,8 +71,9 @@ for i, message in enumerate(messages[hidden:], start=hidden):
 
 question = st.chat_input("Ask about your documents")
 anyway = st.session_state.pop(ASK_ANYWAY_KEY, None)  # "Ask anyway" under a refusal: the same question, no gate
-if anyway and not question:
-    question = anyway
+as_broad = st.session_state.pop(ASK_AS_BROAD_KEY, None)  # "Answer as an explanation": the same question, broad
+if (anyway or as_broad) and not question:
+    question = anyway or as_broad
 if question:
     history = [ChatTurn(m["role"], m["content"]) for m in messages[-HISTORY_MESSAGES:]
                if m["content"] and not m.get("error")]
@@ -81,7 +82,8 @@ if question:
         st.markdown(escape_markdown(question))
     with st.chat_message("assistant"):
         outcome = stream_answer(config, question, history=history, doc_ids=(chosen or None) if use_kb else None,
-                                use_knowledge_base=use_kb, skip_gate=question == anyway)
+                                use_knowledge_base=use_kb, skip_gate=question == anyway,
+                                broad=True if question == as_broad else None)
     if outcome.result is not None:
         messages.append({"role": "assistant", "content": outcome.result.answer, "result": outcome.result})
     else:

@@ -73,7 +73,7 @@ def show_model_wait(answer: Callable[..., Outcome]) -> Callable[..., Outcome]:
 @show_model_wait
 def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTurn] = (),
                   doc_ids: Sequence[str] | None = None, use_knowledge_base: bool = True,
-                  marks: dict[str, str] | None = None, skip_gate: bool = False) -> Outcome:
+                  marks: dict[str, str] | None = None, skip_gate: bool = False, broad: bool | None = None) -> Outcome:
     """Retrieve (and reflect, when on), show the sources at once, stream the answer, then finish it
     (citations, highlights, groundedness).
 
@@ -89,7 +89,7 @@ def stream_answer(config: RagConfig, question: str, *, history: Sequence[ChatTur
         with st.status(label, expanded=False) as status:
             engine = get_engine(config)
             stream = engine.stream(question, history=history, doc_ids=doc_ids,
-                                   use_knowledge_base=use_knowledge_base, skip_gate=skip_gate)
+                                   use_knowledge_base=use_knowledge_base, skip_gate=skip_gate, broad=broad)
             found = f"{len(stream.sources)} sources found" if use_knowledge_base else "Knowledge base off"
             status.update(label=found, state="complete")
     except QueryError as exc:
@@ -143,7 +143,9 @@ def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str
                   ask_anyway: bool = False) -> None:
     """Everything under an answer: flags, reflection, sources, the citation viewer and the trace.
 
-    With ``ask_anyway`` a gate refusal offers the "Ask anyway" button (``ASK_ANYWAY_KEY``).
+    With ``ask_anyway`` a refusal offers to ask again: a gate refusal without the gate ("Ask anyway",
+    ``ASK_ANYWAY_KEY``), and a question read as asking for one fact as one asking for an explanation
+    ("Answer as an explanation", ``ASK_AS_BROAD_KEY``).
     """
     if result.error:
         st.error(escape_markdown(result.error))
@@ -162,32 +164,43 @@ def render_result(result: AnswerResult, store: Any, *, key: str, marks: dict[str
 
 
 ASK_ANYWAY_KEY = "ask_anyway_request"  # session key: the question to answer again without the gate
+ASK_AS_BROAD_KEY = "ask_as_broad_request"  # session key: the question to answer again as a broad one
 
 
 def render_refusal(result: AnswerResult, *, key: str, ask_anyway: bool) -> None:
-    """Why the answer is "not found": the gate's signals or the claims that failed verification."""
+    """Why the answer is "not found": the gate's signals or the claims that failed verification; with
+    ``ask_anyway``, the buttons that ask again (``render_result``)."""
     gate = result.trace.get("answerability") or {}
-    if gate.get("answerable") is False:
+    gate_refused = gate.get("answerable") is False
+    failed = [c for c in result.verification if not c.get("supported")]
+    if gate_refused:
         st.caption(label(f"Not answered: the answerability check judged that the sources do not hold the "
                          f"answer — {gate.get('reason', '')}."))
-        if ask_anyway:
-            st.button("Ask anyway", key=f"{key}_ask_anyway", icon=":material/replay:", on_click=_request_ask_anyway,
-                      args=(result.question,), help="Answer without the answerability check; each claim is still "
-                                                    "checked against its source.")
-        return
-    failed = [c for c in result.verification if not c.get("supported")]
-    if failed:
+    elif failed:
         lines = _claim_lines(failed)
         why = ("the model was unsure of its answer" if all(c.get("check") == "confidence" for c in failed)
                else "the draft's claims are not stated by the sources they cite")
         st.caption(f"Not answered: {why}:\n\n{lines}")
-        return
-    if result.trace.get("refused_by_model") and result.draft:
+    elif result.trace.get("refused_by_model") and result.draft:
         # the model's words may echo a document: shown as escaped text, never as markup
         st.caption(f"Not answered: the model replied that its sources do not hold the answer "
                    f"(its words: “{label(result.draft[:300])}”).")
+    else:
+        st.caption("The answer was not found in the documents searched.")
+    if not ask_anyway:
         return
-    st.caption("The answer was not found in the documents searched.")
+    if gate_refused:
+        st.button("Ask anyway", key=f"{key}_ask_anyway", icon=":material/replay:", on_click=_request_again,
+                  args=(ASK_ANYWAY_KEY, result.question), help="Answer without the answerability check; each "
+                                                                "claim is still checked against its source.")
+    if (result.trace.get("question_kind") or {}).get("broad") is False:
+        # which questions ask for an account is read from their wording, which misses many (docs/answering.md)
+        st.button("Answer as an explanation", key=f"{key}_as_broad", icon=":material/subject:",
+                  on_click=_request_again, args=(ASK_AS_BROAD_KEY, result.question),
+                  help="This question was read as asking for one fact (a name, number or date), which its sources "
+                       "must state in one sentence. Answer it as asking for an explanation, summary or comparison "
+                       "instead: whole passages and the document's opening; each claim is still checked against its "
+                       "source.")
 
 
 def render_verification(result: AnswerResult) -> None:
@@ -211,8 +224,8 @@ def _claim_lines(checks: list[dict]) -> str:
     return "\n".join(f"- {label(c['sentence'])} — {label(c['reason'])}" for c in checks)
 
 
-def _request_ask_anyway(question: str) -> None:
-    st.session_state[ASK_ANYWAY_KEY] = question
+def _request_again(session_key: str, question: str) -> None:
+    st.session_state[session_key] = question
 
 
 def render_groundedness(result: AnswerResult) -> None:

@@ -56,18 +56,21 @@ def sources_from_nodes(nodes: Sequence[NodeWithScore]) -> list[Source]:
     return sources
 
 
-def build_answer_messages(question: str, sources: Sequence[Source], model: str | None = None) -> list[ChatMessage]:
+def build_answer_messages(question: str, sources: Sequence[Source], model: str | None = None, *,
+                          broad: bool | None = None) -> list[ChatMessage]:
     """System (fixed rules, identical on every request) + user (sources, question, language line).
 
     Args:
         question: The standalone question.
         sources: The numbered sources.
         model: The answering model's name (``answer_system_prompt`` picks its rules). Defaults to none.
+        broad: The question's kind as the engine read it. Defaults to its wording's.
     """
     language = detect_language(question)
+    broad = is_broad(question) if broad is None else broad
     user = ANSWER_USER_TEMPLATE.format(sources=format_sources([(s.n, s.text) for s in sources]), question=question,
                                        language_line=LANGUAGE_LINE[language])
-    return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(language, model, broad=is_broad(question))),
+    return [ChatMessage(role=MessageRole.SYSTEM, content=answer_system_prompt(language, model, broad=broad)),
             ChatMessage(role=MessageRole.USER, content=user)]
 
 

@@ -41,6 +41,7 @@ from rag.models.priority import PROCESS_PRIORITY, Priority
 from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT, adds_instructions, as_quoted_data
 from rag.retrieval.assembly import RetrievalChain, build_retrieval, empty_reason
 from rag.retrieval.query import QueryError, RetrievalResult, SearchQuery, as_search_query, validate_query
+from rag.retrieval.question_kind import is_broad
 from rag.retrieval.trace import QueryTrace
 from rag.text.language import detect_language
 
@@ -107,18 +108,22 @@ class CitewiseQueryEngine(BaseQueryEngine):
         """llama-index's ``retrieve``: the retriever, then every postprocessor in order."""
         return self.retrieval.run(as_search_query(query_bundle))
 
-    def search(self, question: str, *, doc_ids: Sequence[str] | None = None) -> RetrievalResult:
+    def search(self, question: str, *, doc_ids: Sequence[str] | None = None,
+               broad: bool | None = None) -> RetrievalResult:
         """The passages for ``question`` with the trace of every stage (cached until documents change).
+
+        ``broad`` is the question's kind as the answering path read it; None reads it from the question's wording
+        (``rag.retrieval.question_kind``).
 
         Raises:
             QueryError: The question is empty or too long, or ``doc_ids`` names unknown documents.
         """
         with self.priority.foreground():  # background embedding waits while a question is answered
-            return self._search(validate_query(question), doc_ids)
+            return self._search(validate_query(question), doc_ids, broad)
 
-    def _search(self, question: str, doc_ids: Sequence[str] | None) -> RetrievalResult:
+    def _search(self, question: str, doc_ids: Sequence[str] | None, broad: bool | None = None) -> RetrievalResult:
         doc_filter = self._check_filter(doc_ids)
-        key = (question, None if doc_filter is None else tuple(doc_filter), self.store.version)
+        key = (question, None if doc_filter is None else tuple(doc_filter), broad, self.store.version)
         hit = self._results.get(key)
         if hit is not None:
             return replace(hit, cached=True)
@@ -127,7 +132,7 @@ class CitewiseQueryEngine(BaseQueryEngine):
             return RetrievalResult(question, [], trace, empty_reason="No documents are indexed yet: upload a document first.")
         if doc_filter is not None and not doc_filter:
             return RetrievalResult(question, [], trace, empty_reason="The document filter selects no documents.")
-        nodes = self.retrieve(SearchQuery(query_str=question, doc_ids=doc_filter, trace=trace))
+        nodes = self.retrieve(SearchQuery(query_str=question, doc_ids=doc_filter, trace=trace, broad=broad))
         result = RetrievalResult(question, nodes, trace, empty_reason="" if nodes else empty_reason(trace))
         self._results.put(key, result)
         return result
@@ -144,11 +149,12 @@ class CitewiseQueryEngine(BaseQueryEngine):
 
     def stream(self, question: str, *, history: Sequence[ChatTurn] = (), doc_ids: Sequence[str] | None = None,
                use_knowledge_base: bool = True, search_mode: str | None = None,
-               skip_gate: bool = False) -> AnswerStream:
+               skip_gate: bool = False, broad: bool | None = None) -> AnswerStream:
         """Retrieve and prepare the answer; iterate the returned stream for tokens.
 
         ``skip_gate`` answers without the answerability gate (the Chat page's "Ask anyway"); the answer's
-        claims are still verified against their sources.
+        claims are still verified against their sources. ``broad`` answers the question as a broad one (True:
+        the Chat page's "Answer as an explanation") or a factoid one (False); None reads its kind from its wording.
 
         Raises:
             QueryError: The question is empty or too long, or ``doc_ids`` names unknown documents.
@@ -156,10 +162,11 @@ class CitewiseQueryEngine(BaseQueryEngine):
         """
         with self.priority.foreground():  # and the returned stream holds it again while it generates
             return self._stream(question, history=history, doc_ids=doc_ids, use_knowledge_base=use_knowledge_base,
-                                search_mode=search_mode, skip_gate=skip_gate)
+                                search_mode=search_mode, skip_gate=skip_gate, broad=broad)
 
     def _stream(self, question: str, *, history: Sequence[ChatTurn], doc_ids: Sequence[str] | None,
-                use_knowledge_base: bool, search_mode: str | None, skip_gate: bool) -> AnswerStream:
+                use_knowledge_base: bool, search_mode: str | None, skip_gate: bool,
+                broad: bool | None) -> AnswerStream:
         asked = time.perf_counter()
         question = validate_query(question)
         if self.llm is None:
@@ -176,25 +183,29 @@ class CitewiseQueryEngine(BaseQueryEngine):
             messages = [ChatMessage(role=MessageRole.SYSTEM, content=NO_KB_SYSTEM_PROMPT),
                         *_history_messages(history), ChatMessage(role=MessageRole.USER, content=question)]
             return AnswerStream(self, request, question, standalone, messages, [], None, asked, timings, trace,
-                                use_knowledge_base=False)
+                                broad=False, use_knowledge_base=False)
         if (search_mode or self.search_mode) == "auto":
             started = time.perf_counter()
             decision = route_question(request.llm, standalone, trace)
             timings["route_ms"] = _ms(started)
             if decision.direct_answer is not None:
                 return AnswerStream(self, request, question, standalone, None, [], None, asked, timings, trace,
-                                    use_knowledge_base=False, fixed_answer=decision.direct_answer)
+                                    broad=False, use_knowledge_base=False, fixed_answer=decision.direct_answer)
             standalone = decision.query or standalone
-        retrieval = self.search(standalone, doc_ids=doc_ids)
+        # read once and carried to every step (retrieval, the rules, the gate, sampling, verification)
+        trace["question_kind"] = {"broad": is_broad(standalone) if broad is None else broad,
+                                  "read_by": "wording" if broad is None else "user"}
+        broad = trace["question_kind"]["broad"]
+        retrieval = self.search(standalone, doc_ids=doc_ids, broad=broad)
         sources = sources_from_nodes(retrieval.nodes)
         timings["sources_ms"] = _ms(asked)
         if not sources:
             trace["abstained_without_llm"] = retrieval.empty_reason or "no sources"
             return AnswerStream(self, request, question, standalone, None, [], retrieval, asked, timings, trace,
-                                fixed_answer=abstain_text(standalone))
-        messages = build_answer_messages(standalone, sources, model_name(request.llm))
+                                fixed_answer=abstain_text(standalone), broad=broad)
+        messages = build_answer_messages(standalone, sources, model_name(request.llm), broad=broad)
         return AnswerStream(self, request, question, standalone, messages, sources, retrieval, asked, timings, trace,
-                            skip_gate=skip_gate)
+                            skip_gate=skip_gate, broad=broad)
 
     def answer(self, question: str, **kwargs: Any) -> AnswerResult:
         """``stream()`` consumed to the end; returns the final result."""

@@ -30,7 +30,6 @@ from rag.answer.types import AnswerResult, Citation, Source
 from rag.answer.verify import revise, verify_claims
 from rag.config import RagConfig
 from rag.retrieval.query import RetrievalResult
-from rag.retrieval.question_kind import is_broad
 from rag.text.language import detect_language
 
 logger = logging.getLogger(__name__)
@@ -70,12 +69,14 @@ class AnswerStream:
         use_knowledge_base: False when answering without the documents.
         fixed_answer: A reply that needs no model call (abstention, a routed direct answer).
         skip_gate: Answer without the answerability gate ("Ask anyway"); claims are still verified.
+        broad: The question's kind as the engine read it (its wording, or the user's choice).
     """
 
     def __init__(self, engine: AnswerSteps, request: RequestLLM, question: str, standalone: str,
                  messages: list[ChatMessage] | None, sources: list[Source], retrieval: RetrievalResult | None,
                  asked: float, timings: dict[str, float], trace: dict[str, Any], *,
-                 use_knowledge_base: bool = True, fixed_answer: str | None = None, skip_gate: bool = False) -> None:
+                 broad: bool, use_knowledge_base: bool = True, fixed_answer: str | None = None,
+                 skip_gate: bool = False) -> None:
         self.engine = engine
         self.request = request
         self.question = question
@@ -97,7 +98,7 @@ class AnswerStream:
         self._verification: list[dict[str, Any]] = []
         self._draft = ""
         self._confidence: dict[str, Any] | None = None
-        self._broad = is_broad(standalone)  # read at each step below: the gate, sampling, confidence, verification
+        self._broad = broad  # read at each step below: the gate, sampling, confidence, verification
 
     def __iter__(self) -> Iterator[str]:
         if self._consumed or self._iterating:

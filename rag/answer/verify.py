@@ -183,7 +183,7 @@ def verify_claims(question: str, sentences: Sequence[CitedSentence], sources: Se
             check = _recited(question, sentence.text, cited, sources, weights, anchor_min, broad) or check
         if check.supported and llm is not None and asked < max_llm_claims:
             asked += 1
-            _llm_check(llm, question, check, threshold)
+            _llm_check(llm, question, check, threshold, broad)
         checks.append(check)
     if not checks and sentences:
         # nothing in the answer cites or matches a source (a model that only repeats the question, or loops on
@@ -241,11 +241,11 @@ def _recited(question: str, claim: str, cited: list[Source], sources: Sequence[S
     return check
 
 
-def _llm_check(llm: Any, question: str, check: ClaimCheck, threshold: float) -> None:
+def _llm_check(llm: Any, question: str, check: ClaimCheck, threshold: float, broad: bool) -> None:
     """Ask the LLM whether the quote states the claim as the answer; fail the claim below ``threshold``."""
     name = getattr(llm, "model_name", None) or getattr(llm, "model", None)
     messages = verify_messages(question, check.sentence, check.quote, check.source or 1,
-                               name if isinstance(name, str) else None)
+                               name if isinstance(name, str) else None, broad=broad)
     try:
         p_yes, _method = yes_probability(llm, messages)
     except Exception as exc:  # noqa: BLE001 - the model-free checks already passed; say the LLM could not check
@@ -260,9 +260,13 @@ def _llm_check(llm: Any, question: str, check: ClaimCheck, threshold: float) -> 
                         f"(P(yes) {p_yes:.2f} < {threshold:.2f})")
 
 
-def verify_messages(question: str, claim: str, quote: str, n: int, model: str | None = None) -> list[ChatMessage]:
-    """The targeted yes/no prompt: the answer's fixed system rules (cached), then the quote, question and claim."""
-    broad = is_broad(question)
+def verify_messages(question: str, claim: str, quote: str, n: int, model: str | None = None, *,
+                    broad: bool | None = None) -> list[ChatMessage]:
+    """The targeted yes/no prompt: the answer's fixed system rules (cached), then the quote, question and claim.
+
+    ``broad`` is the question's kind as the engine read it; None reads it from the question's wording.
+    """
+    broad = is_broad(question) if broad is None else broad
     user = VERIFY_PROMPT.format(source=format_sources([(n, quote)]), question=" ".join(question.split()),
                                 claim=as_quoted_data(" ".join(claim.split())),
                                 ask=VERIFY_ASK_BROAD if broad else VERIFY_ASK)

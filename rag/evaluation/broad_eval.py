@@ -84,7 +84,8 @@ def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Pat
                      "sources_elsewhere": sum(s.doc_id != own for s in result.sources),
                      "supported": answerable and not result.abstained
                      and supported(result.answer, pages, q["key_terms"], q["pages"]),
-                     "verification": result.verification, "ttft_ms": result.timings.get("ttft_ms"),
+                     "verification": result.verification, "question_kind": result.trace.get("question_kind"),
+                     "ttft_ms": result.timings.get("ttft_ms"),
                      "total_ms": result.timings.get("total_ms"), "error": result.error})
         logger.info("broad %d/%d abstained=%s supported=%s", len(rows), len(questions), result.abstained,
                     rows[-1]["supported"])
@@ -96,5 +97,7 @@ def evaluate_broad(config: RagConfig, llm: Any, workdir: Path, *, data_root: Pat
             "answered": share_of(sum(not r["abstained"] for r in answerable), len(answerable)),
             "answered_and_supported": share_of(sum(r["supported"] for r in answerable), len(answerable)),
             "abstained_on_unanswerable": share_of(sum(r["abstained"] for r in unanswerable), len(unanswerable)),
+            "read_as_broad": share_of(sum(bool((r["question_kind"] or {}).get("broad")) for r in answerable),
+                                      len(answerable)),
             "rows": rows}
 

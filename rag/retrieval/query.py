@@ -14,6 +14,7 @@ from typing import Any
 
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from rag.retrieval.question_kind import is_broad
 from rag.retrieval.trace import QueryTrace
 
 logger = logging.getLogger(__name__)
@@ -36,19 +37,22 @@ class SearchQuery(QueryBundle):
         trace: Where the stages of this request are recorded.
         space_hits: Each embedding space's search for this query, kept so that two dense lists drawn
             from one space (``VectorRetriever``'s roles) cost one search.
+        broad: Whether the request's question is broad, as the answering engine read it (by its wording, or as
+            the user asked for it); None reads it from its wording (``question_is_broad``).
     """
 
     doc_ids: list[str] | None = None
     expansion: int = 0
     trace: QueryTrace = field(default_factory=QueryTrace)
     space_hits: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict, repr=False, compare=False)
+    broad: bool | None = None
 
     def derive(self, query_str: str, *, expansion: int | None = None, trace: QueryTrace | None = None,
                custom_embedding_strs: list[str] | None = None) -> SearchQuery:
         """Another query for the same request (a rewritten variant, a reflection round)."""
         return SearchQuery(query_str=query_str, custom_embedding_strs=custom_embedding_strs,
                            doc_ids=self.doc_ids, expansion=self.expansion if expansion is None else expansion,
-                           trace=self.trace if trace is None else trace)
+                           trace=self.trace if trace is None else trace, broad=self.broad)
 
 
 def as_search_query(query: QueryBundle | str | None) -> SearchQuery:
@@ -61,6 +65,13 @@ def as_search_query(query: QueryBundle | str | None) -> SearchQuery:
         return SearchQuery(query_str=query, trace=QueryTrace(query=query))
     return SearchQuery(query_str=query.query_str, custom_embedding_strs=query.custom_embedding_strs,
                        embedding=query.embedding, trace=QueryTrace(query=query.query_str))
+
+
+def question_is_broad(query: QueryBundle | None) -> bool:
+    """Whether the request's question is broad: as the engine read it, else by its wording."""
+    if isinstance(query, SearchQuery) and query.broad is not None:
+        return query.broad
+    return is_broad(query.query_str) if query is not None else False
 
 
 def report(query: QueryBundle | None, *, note: str = "", fallback: str = "") -> None:

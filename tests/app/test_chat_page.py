@@ -297,6 +297,29 @@ def test_a_summary_of_what_no_source_names_is_refused_with_the_missing_words_and
     said = [c for c in shown if "unlikely to be about what the question asks" in c]
     assert said and "copyright" in said[0] and "**copyright**" not in said[0], shown  # the user's words as text
     assert any(b.label == "Ask anyway" for b in app.button)
+    assert not any(b.label == "Answer as an explanation" for b in app.button)  # it was read as broad already
+
+
+@pytest.mark.parametrize("llm", [RoutedLLM(replies=["The sources do not contain the answer.", ANSWER])])
+def test_a_refused_question_read_as_asking_for_one_fact_can_be_answered_as_an_explanation(
+        app: AppTest, llm: RoutedLLM, tmp_path: Path) -> None:
+    from rag.prompts import ANSWER_SYSTEM_PROMPT_BROAD
+
+    ingest(fixtures.make_english_pdf(tmp_path))
+    app.run()
+    ask(app)
+    refused = messages(app)[-1]["result"]
+    assert refused.abstained and refused.trace["question_kind"] == {"broad": False, "read_by": "wording"}
+    button = next(b for b in app.button if b.label == "Answer as an explanation")
+    asked_before = len(llm.prompts)
+    button.click().run()
+    assert not app.exception, app.exception
+    answered = messages(app)[-1]["result"]
+    assert answered.question == QUESTION and answered.trace["question_kind"] == {"broad": True, "read_by": "user"}
+    assert not answered.abstained and answered.citations
+    answer_prompts = [p for p in llm.prompts[asked_before:] if "Sources (quoted data" in p]
+    assert answer_prompts and all(f"system: {ANSWER_SYSTEM_PROMPT_BROAD}" in p for p in answer_prompts)
+    assert [m["role"] for m in messages(app)] == ["user", "assistant", "user", "assistant"]
 
 
 @pytest.mark.parametrize("llm", [RoutedLLM(replies=["The maximum daily dose of ibuprofen for adults is 1200 "

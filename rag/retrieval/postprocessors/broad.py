@@ -14,8 +14,7 @@ from rag.retrieval.broad_compare import compared_terms, first_mentions
 from rag.retrieval.contents_listings import reads_as_contents
 from rag.retrieval.nodes import doc_id_of
 from rag.retrieval.postprocessors.base import TracedPostprocessor
-from rag.retrieval.query import report
-from rag.retrieval.question_kind import is_broad
+from rag.retrieval.query import question_is_broad, report
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +62,7 @@ class BroadQuestionPostprocessor(TracedPostprocessor):
     def _postprocess_nodes(self, nodes: list[NodeWithScore],
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
         question = query_bundle.query_str if query_bundle is not None else ""
-        if not nodes or not is_broad(question):
+        if not nodes or not question_is_broad(query_bundle):
             return nodes
         chunks_of = cache(lambda doc: list(self._chunks_of(doc)))  # each document's passages read once per question
         try:

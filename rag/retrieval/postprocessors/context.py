@@ -19,7 +19,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from rag.retrieval.evidence import IdfLookup, fit_evidence
 from rag.retrieval.nodes import annotate_node, node_text
 from rag.retrieval.postprocessors.base import TracedPostprocessor
-from rag.retrieval.query import as_search_query, expanded, report
+from rag.retrieval.query import as_search_query, expanded, question_is_broad, report
 from rag.retrieval.question_kind import is_broad
 from rag.text.language import count_tokens
 
@@ -71,10 +71,12 @@ class ContextBudgetPostprocessor(TracedPostprocessor):
         base = (self.broad_max_tokens or self.max_tokens) if broad else self.max_tokens
         return int(base * (1 + 0.5 * expansion))
 
-    def fit(self, nodes: list[NodeWithScore], expansion: int = 0, question: str = "") -> list[NodeWithScore]:
-        """The passages the answer would be written from, without recording anything."""
+    def fit(self, nodes: list[NodeWithScore], expansion: int = 0, question: str = "",
+            broad: bool | None = None) -> list[NodeWithScore]:
+        """The passages the answer would be written from, without recording anything (``broad`` None: read from
+        the question's wording)."""
         top = nodes[: expanded(self.top_k, expansion)]
-        broad = is_broad(question)
+        broad = is_broad(question) if broad is None else broad
         if self.evidence and question and not broad:
             return fit_evidence(top, question, self.budget(expansion), self._count_tokens, idf=self._idf)
         kept = fit_to_budget(top, self.budget(expansion, broad=broad), self._count_tokens)
@@ -87,9 +89,9 @@ class ContextBudgetPostprocessor(TracedPostprocessor):
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
         expansion = as_search_query(query_bundle).expansion if query_bundle is not None else 0
         question = query_bundle.query_str if query_bundle is not None else ""
-        broad = is_broad(question)
+        broad = question_is_broad(query_bundle)
         budget, top = self.budget(expansion, broad=broad), nodes[: expanded(self.top_k, expansion)]
-        kept = self.fit(nodes, expansion, question)
+        kept = self.fit(nodes, expansion, question, broad)
         if top and not kept:
             report(query_bundle, fallback=f"the first passage cannot be cut to fit {budget} tokens")
         elif kept and kept[0].node.metadata.get("truncated"):

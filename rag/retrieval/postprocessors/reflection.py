@@ -27,7 +27,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from rag.retrieval.grading import Grade, grade_context
 from rag.retrieval.nodes import node_text
 from rag.retrieval.postprocessors.base import TracedPostprocessor
-from rag.retrieval.query import SearchQuery, as_search_query, report
+from rag.retrieval.query import SearchQuery, as_search_query, question_is_broad, report
 from rag.retrieval.trace import QueryTrace
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class ReflectionPostprocessor(TracedPostprocessor):
                                                [], started, failed=True))
                     outputs.append([])
                     break
-            graded = self._context.fit(current, expansion, query.query_str)
+            graded = self._context.fit(current, expansion, query.query_str, question_is_broad(query))
             grade = (grade_context(self._llm, query.query_str, [node_text(n, MetadataMode.LLM) for n in graded])
                      if graded else Grade(None, {}, "no passages were retrieved, so the context could not be graded"))
             rounds.append(self._record(number, search_text, expansion, grade, graded, started))

@@ -19,8 +19,8 @@ from rag.answer.types import ChatTurn
 from rag.config import RagConfig
 from rag.ingest.ingestor import Ingestor
 from rag.models.llm_openai import LLMUnavailableError
-from rag.prompts import (ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_EXTRACT, LANGUAGE_LINE,
-                         NO_KB_SYSTEM_PROMPT)
+from rag.prompts import (ABSTAIN_EN, ABSTAIN_ZH, ANSWER_SYSTEM_PROMPT, ANSWER_SYSTEM_PROMPT_BROAD,
+                         ANSWER_SYSTEM_PROMPT_EXTRACT, LANGUAGE_LINE, NO_KB_SYSTEM_PROMPT)
 from rag.index.store import DocumentStore
 from tests import fixtures
 from tests.fakes import ScriptedLLM, make_engine
@@ -396,3 +396,21 @@ def test_the_broad_sets_own_options_are_refused_for_other_sets(capsys) -> None:
         args = parser.parse_args(["eval-answers", "--dataset", "squad2", *extra])
         assert args.handler(args, RagConfig()) == 2
         assert extra[0] in capsys.readouterr().err
+
+
+def test_the_question_kind_is_read_once_from_its_wording_or_taken_from_the_caller(store, docs, small_chunks) -> None:
+    summary = "Summarise the main findings of the report."
+    read = _engine(store, ScriptedLLM(replies=["It studies ibuprofen [1]."]), small_chunks).answer(summary)
+    assert read.trace["question_kind"] == {"broad": True, "read_by": "wording"}
+    assert any("broad question" in note for stage in read.trace["retrieval"]["stages"] for note in stage["notes"])
+    factoid = ScriptedLLM(replies=["1200 mg [1]."])
+    told = _engine(store, factoid, small_chunks).answer(summary, broad=False)  # the caller's kind wins everywhere
+    assert told.trace["question_kind"] == {"broad": False, "read_by": "user"}
+    assert f"system: {ANSWER_SYSTEM_PROMPT}" in factoid.prompts[0] and "repeat_penalty" not in factoid.stream_options[0]
+    notes = [note for stage in told.trace["retrieval"]["stages"] for note in stage["notes"]]
+    assert notes and not any("broad question" in note for note in notes)
+    broad = ScriptedLLM(replies=["It studies ibuprofen [1]."])
+    asked = _engine(store, broad, small_chunks).answer(EN_Q, broad=True)
+    assert asked.trace["question_kind"] == {"broad": True, "read_by": "user"}
+    assert f"system: {ANSWER_SYSTEM_PROMPT_BROAD}" in broad.prompts[0]
+    assert broad.stream_options[0]["repeat_penalty"] == small_chunks.generation.broad_repeat_penalty
