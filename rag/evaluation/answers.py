@@ -151,8 +151,9 @@ def _run_broad(args: argparse.Namespace, config: RagConfig) -> int:
         Path(args.rows).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else
           f"broad questions: {report['questions']}, read as broad {report['read_as_broad']}, answered "
-          f"{report['answered']}, answered-and-supported {report['answered_and_supported']}; not in their document: {report['unanswerable']}, abstained "
-          f"{report['abstained_on_unanswerable']} (load average {report['load_average']})")
+          f"{report['answered']}, answered-and-supported {report['answered_and_supported']}; not in their "
+          f"document: {report['unanswerable']}, abstained {report['abstained_on_unanswerable']} "
+          f"(load average {report['load_average']})")
     return 0
 
 

@@ -57,6 +57,9 @@ def test_a_summary_question_gets_the_documents_opening_and_is_scored(config: Rag
     (row,) = report["rows"]
     assert 1 in row["sources_pages"]  # the opening passage was added for the broad question
     assert row["supported"] and report["answered_and_supported"] == 1.0
+    assert row["question_kind"] == {"broad": True, "read_by": "wording"} and report["read_as_broad"] == 1.0
+    factoid = _run(config, fake_router, tmp_path, [{**SUMMARY, "question": "Which study does this report describe?"}])
+    assert factoid["rows"][0]["question_kind"]["broad"] is False and factoid["read_as_broad"] == 0.0
 
 
 def test_asked_of_the_whole_library_only_citations_of_its_own_pdf_count(config: RagConfig, fake_router,
