@@ -106,6 +106,9 @@ def render_trace(result: AnswerResult) -> None:
             st.caption(label(f"The follow-up's rewording was set aside ({result.trace.get('condense_rejected_why', '')}); "
                              "searched for the question as asked. The rewording:"))
             st.text(rejected)
+        kind = result.trace.get("question_kind")
+        if kind:
+            st.caption(question_kind_line(kind))
         for note in stage_notes(result.trace):
             st.caption(note)
         candidates = candidate_frame(result.trace, result.sources)
@@ -116,6 +119,14 @@ def render_trace(result: AnswerResult) -> None:
             st.bar_chart(timings, x="stage", y="ms", x_label="", y_label="ms", horizontal=True, sort=False,
                          height=chart_height(len(timings)))
         st.caption(label(timing_summary(result)))
+
+
+def question_kind_line(kind: Mapping[str, Any]) -> str:
+    """How the question was read: one fact, or an explanation (whole passages, the broad rules and checks)."""
+    what = ("asking for an explanation, summary or comparison (whole passages, the broad rules and checks)"
+            if kind.get("broad") else "asking for one fact (sentence-level evidence, the answerability gate)")
+    how = "as asked (Answer as an explanation)" if kind.get("read_by") == "user" else "by its wording"
+    return f"Read as {what}, {how}."
 
 
 def chart_height(bars: int) -> int:

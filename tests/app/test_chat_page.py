@@ -87,6 +87,7 @@ def test_answer_shows_citation_on_the_highlighted_page_with_trace_and_exports(ap
     # ... and, in text, the settings used and how many candidates each stage passed on
     captions = [c.value for c in trace.caption]
     assert any(c.startswith(f"Settings: top_k 5 · candidate_k {RetrievalConfig().candidate_k}") for c in captions), captions
+    assert "Read as asking for one fact (sentence-level evidence, the answerability gate), by its wording." in captions
     final_count = int((table["stage"] == "final").sum())
     assert any(c.startswith("Candidates per stage: ") and c.endswith(f"final {final_count}") for c in captions)
     top = min(5, int((table["stage"] == "fusion").sum()))
@@ -320,6 +321,10 @@ def test_a_refused_question_read_as_asking_for_one_fact_can_be_answered_as_an_ex
     answer_prompts = [p for p in llm.prompts[asked_before:] if "Sources (quoted data" in p]
     assert answer_prompts and all(f"system: {ANSWER_SYSTEM_PROMPT_BROAD}" in p for p in answer_prompts)
     assert [m["role"] for m in messages(app)] == ["user", "assistant", "user", "assistant"]
+    traces = [e for e in app.expander if e.label == "Retrieval trace"]
+    assert [c.value for c in traces[-1].caption if c.value.startswith("Read as")] == [
+        "Read as asking for an explanation, summary or comparison (whole passages, the broad rules and checks), "
+        "as asked (Answer as an explanation)."]
 
 
 @pytest.mark.parametrize("llm", [RoutedLLM(replies=["The maximum daily dose of ibuprofen for adults is 1200 "
