@@ -37,6 +37,7 @@ from rag.answer.stream import AnswerStream
 from rag.answer.types import AnswerResult, ChatTurn, Source
 from rag.caching import LRUCache
 from rag.config import RagConfig
+from rag.models.prefix_pins import begin_question
 from rag.models.priority import PROCESS_PRIORITY, Priority
 from rag.prompts import CONDENSE_PROMPT, NO_KB_SYSTEM_PROMPT, adds_instructions, as_quoted_data
 from rag.retrieval.assembly import RetrievalChain, build_retrieval, empty_reason
@@ -171,6 +172,7 @@ class CitewiseQueryEngine(BaseQueryEngine):
         question = validate_query(question)
         if self.llm is None:
             raise ValueError("this engine was built for retrieval only (no LLM); it cannot answer")
+        begin_question()  # its first model call starts from the same cache whatever was asked before
         request = self.llm.request()
         timings: dict[str, float] = {}
         trace: dict[str, Any] = {"doc_ids": list(doc_ids) if doc_ids is not None else None}

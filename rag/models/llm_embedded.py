@@ -5,7 +5,8 @@ llama.cpp context is not re-entrant, so calls take turns (``rag.models.turns``: 
 served), each holding the model for its whole stream; a call that does not get its turn within
 ``queue_timeout_s`` fails with ``ModelBusyError``. llama.cpp keeps the KV cache of the previous
 prompt and re-evaluates only the part after the longest common prefix, so keep fixed text (system
-prompt, instructions) at the start of prompts.
+prompt, instructions) at the start of prompts. The first call of each question starts from the system
+prompt evaluated alone (``rag.models.prefix_pins``), so an answer does not depend on earlier questions.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_ca
 from llama_index.core.llms.custom import CustomLLM
 
 from rag.models.assets import GGUFSpec, verify_gguf
+from rag.models.prefix_pins import PrefixPins
 from rag.models.token_probs import CONFIDENCE_TOKENS, TokenRecorder
 from rag.models.turns import ModelTurns
 
@@ -38,6 +40,9 @@ _SAMPLING_KWARGS = ("temperature", "max_tokens", "stop", "top_p", "top_k", "repe
 # the answer that follows a yes/no check starts a few ms after it on the same thread; keeping the model for
 # it means llama.cpp evaluates a dozen new tokens, not the whole prompt that another question would evict
 CHECK_KEEPS_MODEL_S = 0.5
+# every answer samples from the same seed: llama-cpp-python otherwise derives each call's seed from the previous
+# call's, so an answer at temperature > 0 depended on how many model calls (checks included) came before it
+SAMPLING_SEED = 1
 
 
 class EmbeddedLLM(CustomLLM):
@@ -67,6 +72,7 @@ class EmbeddedLLM(CustomLLM):
     _llama: Any = PrivateAttr()
     # shared by every copy (``model_copy`` keeps private attributes), like the llama.cpp handle it guards
     _turns: ModelTurns = PrivateAttr(default_factory=ModelTurns)
+    _pins: PrefixPins = PrivateAttr(default_factory=PrefixPins)
 
     def __init__(self, llama: Any, *, model_name: str, **kwargs: Any) -> None:
         super().__init__(model_name=model_name, **kwargs)
@@ -123,10 +129,9 @@ class EmbeddedLLM(CustomLLM):
         Only the tokens before the first user message are shared with later prompts; the 1-token reply
         is thrown away. The app calls this in the background right after loading the model.
         """
-        messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": ""}]
         with self._turns.turn(self.queue_timeout_s):
             started = time.monotonic()
-            self._llama.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0)
+            self._pins.take(self._llama, system_prompt)  # also the state each question with these rules starts from
             return time.monotonic() - started
 
     def yes_no_probability(self, messages: Sequence[ChatMessage], yes_words: Sequence[str],
@@ -152,6 +157,7 @@ class EmbeddedLLM(CustomLLM):
         except ImportError:  # a fake llama in tests
             return None, "logits"
         with self._turns.turn(self.queue_timeout_s, keep_for_s=CHECK_KEEPS_MODEL_S):
+            self._pins.start(self._llama, [_to_dict(m) for m in messages])
             _reset_perf_counters(self._llama)
             started = time.monotonic()
             self._llama.create_chat_completion(messages=[_to_dict(m) for m in messages], max_tokens=1,
@@ -214,7 +220,7 @@ class EmbeddedLLM(CustomLLM):
         return gen()
 
     def _generate(self, messages: list[dict[str, str]], kwargs: dict[str, Any]) -> Iterator[tuple[str, str]]:
-        params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": SAMPLING_SEED}
         params.update({k: v for k, v in kwargs.items() if k in _SAMPLING_KWARGS})
         text = ""
         recorder = TokenRecorder(CONFIDENCE_TOKENS)
@@ -222,6 +228,7 @@ class EmbeddedLLM(CustomLLM):
         if processors is not None:
             params["logits_processor"] = processors
         with self._turns.turn(self.queue_timeout_s):
+            self._pins.start(self._llama, messages)
             _reset_perf_counters(self._llama)
             prompt_tokens_before = getattr(self._llama, "n_tokens", 0)
             started = time.monotonic()

@@ -201,6 +201,33 @@ def test_warm_up_puts_the_system_prompt_in_the_kv_cache(small_llm) -> None:
     assert cold - warm > 150  # the system prompt was not evaluated again
 
 
+def test_an_answer_does_not_depend_on_the_questions_asked_before_it(small_llm) -> None:
+    from rag.models.prefix_pins import begin_question
+    from rag.prompts import ANSWER_SYSTEM_PROMPT_BROAD, ANSWER_SYSTEM_PROMPT_EXTRACT, ANSWER_USER_TEMPLATE, LANGUAGE_LINE
+    from tests import fixtures
+
+    def messages(system: str, passage: str, question: str) -> list[ChatMessage]:
+        sources = f"<<<SOURCE 1>>>\n{passage}\n<<<END SOURCE 1>>>"
+        user = ANSWER_USER_TEMPLATE.format(sources=sources, question=question, language_line=LANGUAGE_LINE["en"])
+        return [ChatMessage(role=MessageRole.SYSTEM, content=system), ChatMessage(role=MessageRole.USER, content=user)]
+
+    def ask(prompt: list[ChatMessage], tokens: int) -> str:
+        begin_question()  # as the engine does for each question
+        return small_llm.chat(prompt, max_tokens=tokens).message.content
+
+    report = (f"{fixtures.EN_FACT} {fixtures.EN_WRAPPED} {fixtures.EN_HYPHENATED} Doses above this limit were never "
+              "given during the study. Tablets of two hundred milligrams were taken with water after a meal, at "
+              "least four hours apart.")
+    library = ("The library opens at nine in the morning and closes at six in the evening. Members may borrow up to "
+               "twelve books at a time, and the loan period is twenty-one days.")
+    ask(messages(ANSWER_SYSTEM_PROMPT_BROAD, report, "Summarise what this passage says."), 96)
+    broad = messages(ANSWER_SYSTEM_PROMPT_BROAD, report, "Explain the main points of the passage in detail.")
+    first = ask(broad, 96)
+    ask(messages(ANSWER_SYSTEM_PROMPT_EXTRACT, library, "What is the first number mentioned?"), 8)
+    # reusing the cache the other question left, this answer changed (the rules' prefix evaluated in another batch)
+    assert ask(broad, 96) == first
+
+
 def test_the_default_models_need_nothing_built_and_record_no_fallback(tmp_path: Path) -> None:
     """What a fresh clone runs: the default English and Chinese embedders ship in PyPI packages."""
     from rag.config import EmbeddingConfig

@@ -310,6 +310,20 @@ def test_embedded_llm_streams_through_the_chat_template() -> None:
     assert llm.count_tokens("abc") == 3
 
 
+def test_every_embedded_answer_samples_from_the_same_seed() -> None:
+    # llama-cpp-python derives each call's seed from the last one's when none is given, so an answer at
+    # temperature 0.1 depended on how many model calls came before it
+    from rag.models.llm_embedded import SAMPLING_SEED
+
+    fake = FakeLlama()
+    llm = EmbeddedLLM(fake, model_name="fake", n_ctx=2048, temperature=0.1)
+    llm.complete("q")
+    list(llm.stream_chat([ChatMessage(role=MessageRole.USER, content="q")]))
+    assert [call["seed"] for call in fake.calls] == [SAMPLING_SEED, SAMPLING_SEED]
+    llm.complete("q", seed=7)  # a caller's own seed still wins
+    assert fake.calls[-1]["seed"] == 7
+
+
 def test_embedded_llm_serializes_concurrent_generations() -> None:
     fake = FakeLlama(delay_s=0.01)
     llm = EmbeddedLLM(fake, model_name="fake")
