@@ -122,7 +122,7 @@ class CitewiseQueryEngine(BaseQueryEngine):
         with self.priority.foreground():  # background embedding waits while a question is answered
             return self._search(validate_query(question), doc_ids, broad)
 
-    def _search(self, question: str, doc_ids: Sequence[str] | None, broad: bool | None = None) -> RetrievalResult:
+    def _search(self, question: str, doc_ids: Sequence[str] | None, broad: bool | None) -> RetrievalResult:
         doc_filter = self._check_filter(doc_ids)
         key = (question, None if doc_filter is None else tuple(doc_filter), broad, self.store.version)
         hit = self._results.get(key)
@@ -195,9 +195,9 @@ class CitewiseQueryEngine(BaseQueryEngine):
                                     broad=False, use_knowledge_base=False, fixed_answer=decision.direct_answer)
             standalone = decision.query or standalone
         # read once and carried to every step (retrieval, the rules, the gate, sampling, verification)
-        trace["question_kind"] = {"broad": is_broad(standalone) if broad is None else broad,
-                                  "read_by": "wording" if broad is None else "user"}
-        broad = trace["question_kind"]["broad"]
+        read_by = "wording" if broad is None else "user"
+        broad = is_broad(standalone) if broad is None else broad
+        trace["question_kind"] = {"broad": broad, "read_by": read_by}
         retrieval = self.search(standalone, doc_ids=doc_ids, broad=broad)
         sources = sources_from_nodes(retrieval.nodes)
         timings["sources_ms"] = _ms(asked)

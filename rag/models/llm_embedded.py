@@ -156,11 +156,12 @@ class EmbeddedLLM(CustomLLM):
             from llama_cpp import LogitsProcessorList
         except ImportError:  # a fake llama in tests
             return None, "logits"
+        payload = [_to_dict(m) for m in messages]
         with self._turns.turn(self.queue_timeout_s, keep_for_s=CHECK_KEEPS_MODEL_S):
-            self._pins.start(self._llama, [_to_dict(m) for m in messages])
+            self._pins.start(self._llama, payload)
             _reset_perf_counters(self._llama)
             started = time.monotonic()
-            self._llama.create_chat_completion(messages=[_to_dict(m) for m in messages], max_tokens=1,
+            self._llama.create_chat_completion(messages=payload, max_tokens=1,
                                                temperature=0.0, logits_processor=LogitsProcessorList([capture]))
             self.last_check_stats = {"total_s": time.monotonic() - started, **_perf_counters(self._llama)}
         scores = captured.get("scores")
