@@ -2,12 +2,12 @@
 
 ``find_tables`` takes the page's text lines (``RawLine`` blocks), asks ``page.find_tables()`` where
 the tables are (``rag.ingest.rule_tables`` for tables ruled only across, ``rag.ingest.caption_tables`` for
-aligned text beside a "Table N" caption, ``rag.ingest.aligned_lists`` for lists of terms without rules), moves
-every word inside a table into its cell and its caption lines
-(``rag.ingest.table_caption``) into the table, and returns the page as a list of items: text blocks (without
-the table's words, so the running text never repeats a cell) and ``TableBlock``s, each before the first text
-block below it. Column headings printed above the ruled part ("2021  2022") become the header row;
-``rag.ingest.table_grid`` straightens out the grid's quirks.
+aligned text beside a "Table N" caption, ``rag.ingest.printout_tables`` for a program's printed output, captioned
+by the command that printed it, ``rag.ingest.aligned_lists`` for lists of terms without rules), moves every word
+inside a table into its cell and its caption lines (``rag.ingest.table_caption``) into the table, and returns the
+page as a list of items: text blocks (without the table's words, so the running text never repeats a cell) and
+``TableBlock``s, each before the first text block below it. Column headings printed above the ruled part ("2021
+2022") become the header row; ``rag.ingest.table_grid`` straightens out the grid's quirks.
 
 ``TableBlock.parts`` lays a table out as Markdown text pieces, each cell word paired with its box, so
 the page text can be built with exact word offsets: a citation of one row highlights that row. A table
@@ -25,9 +25,10 @@ from rag.ingest.aligned_lists import aligned_list_tables
 from rag.ingest.caption_tables import caption_tables
 from rag.ingest.header_rule_tables import header_rule_tables
 from rag.ingest.pdf_layout import RawLine, RawWord
+from rag.ingest.printout_tables import printout_tables
 from rag.ingest.rule_tables import has_ruling, mid_rule_tables, rule_tables
 from rag.ingest.table_caption import header_from_caption, line_text, take_caption
-from rag.ingest.table_grid import Box, Cell, Grid, clean_rows, continues_number, place, split_header
+from rag.ingest.table_grid import Box, Cell, Grid, centre_in, clean_rows, continues_number, place, split_header
 from rag.ingest.table_stacks import unstack
 from rag.text.language import CJK_RE, count_tokens
 from rag.text.table_captions import is_caption_label
@@ -70,6 +71,7 @@ class TableBlock:
 
 
 Item = Union[list[RawLine], TableBlock]
+_NO_CAPTION: Box = (0.0, 0.0, 0.0, 0.0)  # a printout without a command above it: no caption, none looked for
 
 
 def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Item]:
@@ -102,15 +104,21 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
     drawn = ruled + caption_tables(words, captions, taken=taken, page_width=pdf_page.rect.width)
     drawn += mid_rule_tables(drawings, words, taken=found_boxes + [bbox for bbox, _ in drawn], captions=captions)
     drawn += header_rule_tables(drawings, words, taken=found_boxes + [bbox for bbox, _ in drawn])
-    drawn += aligned_list_tables(words, taken=found_boxes + [bbox for bbox, _ in drawn])
+    printed = printout_tables(words, taken=found_boxes + [bbox for bbox, _ in drawn])
+    drawn += aligned_list_tables(words, taken=found_boxes + [bbox for bbox, _ in drawn] + [p.bbox for p in printed])
     for bbox, grid in drawn:
         items = _cut_out(items, bbox, grid, drawn_columns=False, others=[box for box, _ in drawn if box != bbox])
+    for printout in printed:
+        items = _cut_out(items, printout.bbox, printout.grid, drawn_columns=False, others=[],
+                         caption=printout.caption or _NO_CAPTION)
     return items
 
 
-def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool, others: list[Box]) -> list[Item]:
+def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool, others: list[Box],
+             caption: Box | None = None) -> list[Item]:
     """Move the words inside ``bbox`` into a ``TableBlock`` placed among ``items`` by position; a caption label
-    nearer one of the ``others`` (the page's other tables) is theirs."""
+    nearer one of the ``others`` (the page's other tables) is theirs. A ``caption`` box given (a printout's command)
+    is the caption instead of the lines a caption is looked for in."""
     cells: list[list[Cell]] = [[[] for _ in row] for row in grid]
     kept: list[Item] = []
     for item in items:
@@ -129,12 +137,32 @@ def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool, o
     rows = clean_rows(grid, cells, drawn_columns=drawn_columns)
     if len(rows) < 2 or len(rows[0]) < 2:
         return items  # a framed paragraph or a single column is text, not a table: the words stay
-    kept, caption = take_caption(kept, bbox, others)
-    header, caption = header_from_caption(caption, rows)
+    if caption is None:
+        kept, lines = take_caption(kept, bbox, others)
+        header, lines = header_from_caption(lines, rows)
+    else:
+        kept, lines = _lines_in(kept, caption)
+        header = None
     if header is None:
         header, rows = split_header(rows)
-    block = TableBlock(bbox=bbox, caption=caption, header=header, rows=rows)
+    block = TableBlock(bbox=bbox, caption=lines, header=header, rows=rows)
     return _insert(kept, block)
+
+
+def _lines_in(items: list[Item], box: Box) -> tuple[list[Item], list[RawLine]]:
+    """(``items`` without the text lines inside ``box``, those lines)."""
+    kept: list[Item] = []
+    taken: list[RawLine] = []
+    for item in items:
+        if isinstance(item, TableBlock):
+            kept.append(item)
+            continue
+        inside = [line for line in item if centre_in((line.x0, line.y0, line.x1, line.y1), box)]
+        taken += inside
+        rest = [line for line in item if line not in inside]
+        if rest:
+            kept.append(rest)
+    return kept, sorted(taken, key=lambda line: (line.y0, line.x0))
 
 
 def _insert(items: list[Item], block: TableBlock) -> list[Item]:
