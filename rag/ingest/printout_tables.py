@@ -116,7 +116,8 @@ def _column_edges(names: list[RawWord], rows: list[list[RawWord]]) -> list[float
 
 
 def _fills(line: list[RawWord], edges: list[float]) -> bool:
-    """Whether the line's values end at two or more of the columns' right edges and nothing runs past the last."""
+    """Whether the line's values end at two or more of the columns' right edges and nothing but significance codes
+    ("***") runs past the last."""
     met = sum(1 for edge in edges if any(_is_value(word.text) and abs(word.box[2] - edge) <= _slack(word)
                                         for word in line[1:]))
     past = [word for word in line if word.box[2] > edges[-1] + _slack(word)]

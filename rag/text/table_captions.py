@@ -36,6 +36,8 @@ _LABEL_NUMBER = r"((?:[A-HS]\.?)?\d+(?:\s*[.\-–—－]\s*\d+)*|[IVX]+\b)"
 # (in running text, not the 表 of 代表 "stands for", 发表 "publish", 列表 "list", 仪表, 报表, 课表)
 _REFERENCE_RE = re.compile(r"(?:\b(?:[Tt]ables?|TABLES?|[Tt]ab\.)\s*|(?<![代发列仪报课])表\s*)" + _LABEL_NUMBER)
 _CAPTION_NUMBER_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.|续?表)\s*" + _LABEL_NUMBER)
+# a line a console's user typed: R's prompt "R>" or ">", or its continuation "+" (``rag.ingest.printout_tables``)
+_PROMPT_LINE_RE = re.compile(r"(?:R?>|\+)\s")
 MIN_LEAD_IN_TOKENS = 6  # a colon-ended form label ("其他说明：") is not a subject
 MAX_LEAD_IN_CHARS = 300
 _LOOK_BACK_CHARS = 2000
@@ -76,7 +78,10 @@ def lead_in_before(text: str, spans: list[tuple[int, int]], start: int, *, capti
         if span_end <= first and _NON_SPACE_RE.search(text, span_end, first):
             break  # text between: every earlier table is further away still
         first = span_start
-    return table_lead_in(text[max(0, first - _LOOK_BACK_CHARS):first], captions=captions)
+    before = text[max(0, first - _LOOK_BACK_CHARS):first]
+    if _PROMPT_LINE_RE.match(text, first):  # a program's printout, captioned by the command that printed it
+        return printout_lead_in(before)
+    return table_lead_in(before, captions=captions)
 
 
 def caption_below(text: str, spans: list[tuple[int, int]], end: int) -> str:
@@ -138,6 +143,27 @@ def table_lead_in(before: str, *, captions: bool = True) -> str:
     sentences = [s.strip() for s in _SENTENCE_RE.findall(paragraph) if s.strip()]
     first = next((i for i, s in enumerate(sentences) if _INTRODUCES_RE.search(s)), len(sentences) - 1)
     return " ".join(sentences[first:])[:MAX_LEAD_IN_CHARS].strip()
+
+
+def printout_lead_in(before: str) -> str:
+    """The last sentences (at most ``MAX_LEAD_IN_CHARS``) of the prose above the commands that printed a table.
+
+    A vignette says what a printout shows in the paragraph before its code ("… use the leave1out() function to
+    repeatedly fit the model, leaving out one study at a time."), seldom with "the following table" or a colon;
+    the commands between (paragraphs of prompt lines) are passed over.
+    """
+    paragraphs = [p for p in _PARAGRAPH_BREAK_RE.split(before) if p.strip()]
+    while paragraphs and _PROMPT_LINE_RE.match(paragraphs[-1].strip()):
+        paragraphs.pop()
+    if not paragraphs:
+        return ""
+    sentences = [s.strip() for s in _SENTENCE_RE.findall(" ".join(paragraphs[-1].split())) if s.strip()]
+    kept: list[str] = []
+    for sentence in reversed(sentences):
+        if kept and len(" ".join([sentence, *kept])) > MAX_LEAD_IN_CHARS:
+            break
+        kept.insert(0, sentence)
+    return " ".join(kept)[-MAX_LEAD_IN_CHARS:].strip()
 
 
 def referenced_labels(text: str) -> set[str]:
