@@ -26,7 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from statistics import median
-from typing import Iterable
+from itertools import chain, islice
+from typing import Iterable, Iterator
 
 from rag.ingest.pdf_layout import RawWord
 from rag.ingest.table_grid import Box, Grid, centre_in, text_lines, word_middle
@@ -80,32 +81,39 @@ def _table_under(lines: list[list[RawWord]], header: int) -> tuple[int, list[flo
     names = lines[header]
     if _is_prompt(names) or any(_INDEX_RE.search(word.text) for word in names):
         return None
-    rows: list[list[RawWord]] = []
-    for line in lines[header + 1:]:
-        above = rows[-1] if rows else names
-        if _gap(above, line) > MAX_LINE_GAP_HEIGHTS or _is_prompt(line):
-            break
-        rows.append(line)
-    edges = _column_edges(names, rows)
+    following = _lines_below(lines, header)
+    sample = list(islice(following, MIN_ROWS + 2))
+    # every table's first rows hold two values or more beside their names (most lines of a page do not)
+    if len(sample) < MIN_ROWS or any(sum(_is_value(word.text) for word in line[1:]) < MIN_COLUMNS
+                                     for line in sample[:MIN_ROWS]):
+        return None
+    edges = _column_edges(names, sample)
     if len(edges) < MIN_COLUMNS:
         return None
-    left = min(line[0].box[0] for line in rows[:MIN_ROWS])
-    count = 0
-    for line in rows:  # the body: rows led by their name at the left edge, their values under the column names
+    left = min(line[0].box[0] for line in sample[:MIN_ROWS])
+    rows: list[list[RawWord]] = []
+    for line in chain(sample, following):  # the body: rows led by their name at the left edge, under the names
         if abs(line[0].box[0] - left) > 2 or not _fills(line, edges) or any(_INDEX_RE.search(w.text) for w in line):
             break
-        count += 1
-    if count < MIN_ROWS or names[0].box[0] <= left + 1:  # R leaves the row names' column without a name
+        rows.append(line)
+    if len(rows) < MIN_ROWS or names[0].box[0] <= left + 1:  # R leaves the row names' column without a name
         return None
-    pitch = _pitch([names, *rows[:count]])
-    return (count, edges, pitch) if pitch and _on_pitch([names, *rows[:count]], left, pitch) else None
+    pitch = _pitch([names, *rows])
+    return (len(rows), edges, pitch) if pitch and _on_pitch([names, *rows], left, pitch) else None
 
 
-def _column_edges(names: list[RawWord], rows: list[list[RawWord]]) -> list[float]:
+def _lines_below(lines: list[list[RawWord]], header: int) -> Iterator[list[RawWord]]:
+    """The lines under ``lines[header]`` up to a blank line or a prompt."""
+    above = lines[header]
+    for line in lines[header + 1:]:
+        if _gap(above, line) > MAX_LINE_GAP_HEIGHTS or _is_prompt(line):
+            return
+        yield line
+        above = line
+
+
+def _column_edges(names: list[RawWord], sample: list[list[RawWord]]) -> list[float]:
     """Right ends of the column names that the values of the first rows end at (most of them, each edge)."""
-    sample = rows[:MIN_ROWS + 2]
-    if len(sample) < MIN_ROWS:
-        return []
     edges = []
     for name in names:
         meeting = sum(1 for line in sample if any(_meets(word.box[2], name.box[2], name) for word in line[1:]
