@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.text.table_captions import caption_below, has_labelled_caption, lead_in_before, table_lead_in
+from rag.text.table_captions import (caption_below, has_labelled_caption, lead_in_before, printout_lead_in,
+                                     table_lead_in)
 from rag.text.table_text import named_row_label, named_title, row_label_key
 
 REVENUE_INTRO = ("Note 2 – Revenue\n\nThe following tables present our revenues disaggregated by offering and "
@@ -55,6 +56,22 @@ def test_the_parts_of_a_split_table_share_the_lead_in_of_the_first_part() -> Non
 PAPER_GRID = "| Model | PopQA | Bio |\n| --- | --- | --- |\n| Ours 13B | 55.8 | 80.2 |"
 CAPTION = ("Table 2: Overall experiment results on six tasks. Bold numbers indicate the best performance among "
            "non-proprietary models.")
+
+
+def test_a_printout_is_led_in_by_the_prose_above_the_commands_that_printed_it() -> None:
+    """A table captioned by its command (``rag.ingest.printout_tables``) takes the last sentences of the paragraph
+    above the code, passing over the prompt lines between; a typeset table after the same prose takes none."""
+    prose = ("The fitted model is stored in res. For models without moderators, one can also use the leave1out() "
+             "function to repeatedly fit the model, leaving out one study at a time.")
+    printout = "R> leave1out(res, transf = exp, digits = 3)\n|  | estimate | se |\n| --- | --- | --- |\n| 1 | 0.493 | NA |"
+    text = prose + "\n\nR> res <- rma(yi, vi, data = dat)\n+   # no moderators\n\n" + printout
+    start = text.index("R> leave1out")
+    assert lead_in_before(text, [(start, len(text))], start) == prose
+    typeset = prose + "\n\n|  | estimate | se |\n| --- | --- | --- |\n| 1 | 0.493 | NA |"
+    assert lead_in_before(typeset, [(len(prose) + 2, len(typeset))], len(prose) + 2) == ""
+    long_paragraph = "An opening sentence that is long enough to matter here. " * 8 + "The last sentence."
+    assert printout_lead_in(long_paragraph + "\n\n").endswith("The last sentence.")
+    assert len(printout_lead_in(long_paragraph + "\n\n")) <= 300
 
 
 def test_a_papers_caption_paragraph_over_the_grid_is_the_lead_in() -> None:
