@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pymupdf
 
-from rag.ingest.parse import parse_file
+from tests.rag.ingest.page_tables import tables_and_running_text
+
 
 COMMANDS = [("\\dbval", "the value of the current field"),
             ("\\dbtoday", "today's date"),
@@ -47,17 +48,8 @@ def _two_columns(rows: list[tuple[str, str]], *, term_x: float = 90, meaning_x: 
     return draw
 
 
-def _table_text(path: Path) -> tuple[list[str], str]:
-    page = parse_file(path).pages[0]
-    tables = [page.text[table.start:table.end] for table in page.tables]
-    running = page.text
-    for table in page.tables[::-1]:
-        running = running[:table.start] + running[table.end:]
-    return tables, running
-
-
 def test_a_list_of_commands_beside_their_meanings_is_one_table(tmp_path: Path) -> None:
-    tables, running = _table_text(_page_with(tmp_path / "commands.pdf", _two_columns(COMMANDS)))
+    tables, running = tables_and_running_text(_page_with(tmp_path / "commands.pdf", _two_columns(COMMANDS)))
     assert len(tables) == 1
     for term, meaning in COMMANDS:
         assert f"| {term} | {meaning} |" in tables[0]
@@ -70,18 +62,18 @@ def test_terms_set_flush_right_in_the_margin_are_a_table(tmp_path: Path) -> None
               ("Normal", "numbers in lower case"), ("Financial", "numbers in upper case"),
               ("Ancient", "twenty written as one character")]
     draw = _two_columns(styles, term_x=125, meaning_x=131, pitch=15, right_aligned=True)
-    tables, _ = _table_text(_page_with(tmp_path / "styles.pdf", draw))
+    tables, _ = tables_and_running_text(_page_with(tmp_path / "styles.pdf", draw))
     assert len(tables) == 1 and "| Normal | numbers in lower case |" in tables[0]
 
 
 def test_codes_that_do_not_count_are_terms_but_numbered_items_are_not(tmp_path: Path) -> None:
     levels = [("1", "stat calls (disk lookups)"), ("2", "hash table lookups"), ("4", "file open and close"),
               ("8", "generic path information")]
-    tables, _ = _table_text(_page_with(tmp_path / "levels.pdf", _two_columns(levels, meaning_x=110)))
+    tables, _ = tables_and_running_text(_page_with(tmp_path / "levels.pdf", _two_columns(levels, meaning_x=110)))
     assert len(tables) == 1 and "| 4 | file open and close |" in tables[0]
     for markers in (["1.", "2.", "3.", "4."], ["(a)", "(b)", "(c)", "(d)"], ["2.1", "2.2", "2.3", "2.4"]):
         items = [(marker, meaning) for marker, (_, meaning) in zip(markers, levels)]
-        tables, running = _table_text(_page_with(tmp_path / "items.pdf", _two_columns(items, meaning_x=110)))
+        tables, running = tables_and_running_text(_page_with(tmp_path / "items.pdf", _two_columns(items, meaning_x=110)))
         assert tables == [], markers
         assert "hash table lookups" in running
 
@@ -91,7 +83,7 @@ def test_bullets_three_rows_and_commented_code_stay_text(tmp_path: Path) -> None
     short = COMMANDS[:3]
     code = [(f"\\set{name}{{1}}", f"% sets the {name}") for name in ("width", "height", "depth", "scale")]
     for rows in (bullets, short, code):
-        tables, running = _table_text(_page_with(tmp_path / "text.pdf", _two_columns(rows)))
+        tables, running = tables_and_running_text(_page_with(tmp_path / "text.pdf", _two_columns(rows)))
         assert tables == [], rows[0]
         assert rows[1][1] in running
 
@@ -101,7 +93,7 @@ def test_two_columns_of_running_text_are_no_table(tmp_path: Path) -> None:
         def draw(page: pymupdf.Page) -> None:
             page.insert_textbox(pymupdf.Rect(72, 100, 290, 580), prose, fontname=font, fontsize=10, align=3)
             page.insert_textbox(pymupdf.Rect(305, 100, 523, 580), prose, fontname=font, fontsize=10, align=3)
-        tables, running = _table_text(_page_with(tmp_path / "paper.pdf", draw))
+        tables, running = tables_and_running_text(_page_with(tmp_path / "paper.pdf", draw))
         assert tables == [], font
         assert phrase in running.replace("\n", "")
 
@@ -114,7 +106,7 @@ def test_margin_notes_beside_running_text_are_no_table(tmp_path: Path) -> None:
         for number, note in enumerate(notes):  # flush right against the text, one beside each of its first lines
             width = pymupdf.get_text_length(note, fontname="tiro", fontsize=10)
             page.insert_text((125 - width, 110 + 9.4 + number * TEXTBOX_PITCH), note, fontname="tiro", fontsize=10)
-    tables, running = _table_text(_page_with(tmp_path / "notes.pdf", draw))
+    tables, running = tables_and_running_text(_page_with(tmp_path / "notes.pdf", draw))
     assert tables == []
     assert "Updated: 2022-07-10" in running and "rarely read it" in running
 
@@ -125,7 +117,7 @@ def test_a_list_beside_margin_notes_is_one_table_and_the_notes_stay_text(tmp_pat
         for number, (term, _) in enumerate(COMMANDS):  # each command's name again in the margin, at its own pitch
             page.insert_text((40, 116 + number * 13.7), term, fontname="tiro", fontsize=9)
             page.insert_text((112, 116 + number * 13.7), "*", fontname="tiro", fontsize=9)
-    tables, running = _table_text(_page_with(tmp_path / "margin.pdf", draw))
+    tables, running = tables_and_running_text(_page_with(tmp_path / "margin.pdf", draw))
     assert len(tables) == 1
     assert all(f"| {term} | {meaning} |" in tables[0] for term, meaning in COMMANDS)
     assert running.count("*") == len(COMMANDS)
@@ -143,7 +135,7 @@ def test_an_index_contents_chart_ticks_and_numbered_code_stay_text(tmp_path: Pat
                   for number, (name, symbol) in enumerate((("E", "totalenergy"), ("U", "internalenergy"),
                                                            ("F", "Helmholtz"), ("G", "Gibbs")), 849)]
     for rows in (index, contents, ticks, code, named_code):
-        tables, running = _table_text(_page_with(tmp_path / "text.pdf", _two_columns(rows, pitch=12)))
+        tables, running = tables_and_running_text(_page_with(tmp_path / "text.pdf", _two_columns(rows, pitch=12)))
         assert tables == [], rows[0]
         assert rows[1][1] in running
 
@@ -162,7 +154,7 @@ def test_margin_notes_beside_paragraphs_of_ragged_lines_are_no_table(tmp_path: P
                 page.insert_text((131, y), " ".join(words[start:start + 6 + (number + line) % 5]), fontname="tiro",
                                  fontsize=10)
                 y += TEXTBOX_PITCH
-    tables, running = _table_text(_page_with(tmp_path / "paragraphs.pdf", draw))
+    tables, running = tables_and_running_text(_page_with(tmp_path / "paragraphs.pdf", draw))
     assert tables == []
     assert "\\textcontext" in running
 
@@ -178,7 +170,7 @@ def test_terms_centred_in_their_column_are_one_table(tmp_path: Path) -> None:
             width = pymupdf.get_text_length(term, fontname="tiro", fontsize=10)
             page.insert_text((60 - width / 2, 120 + number * 12), term, fontname="tiro", fontsize=10)
             page.insert_text((100, 120 + number * 12), meaning, fontname="tiro", fontsize=10)
-    tables, _ = _table_text(_page_with(tmp_path / "exhibits.pdf", draw))
+    tables, _ = tables_and_running_text(_page_with(tmp_path / "exhibits.pdf", draw))
     assert len(tables) == 1
     assert all(f"| {term} | {meaning} |" in tables[0] for term, meaning in exhibits)
 
@@ -190,7 +182,7 @@ def test_a_gap_of_several_lines_ends_a_list(tmp_path: Path) -> None:
         _two_columns([lone], top=100)(page)
         _two_columns(COMMANDS[:4], top=140)(page)
         _two_columns(COMMANDS[1:], top=300)(page)  # a second list of the same columns, well below the first
-    tables, running = _table_text(_page_with(tmp_path / "two-lists.pdf", draw))
+    tables, running = tables_and_running_text(_page_with(tmp_path / "two-lists.pdf", draw))
     assert len(tables) == 2
     assert "saves one item" in running and "saves one item" not in "".join(tables)
 
@@ -210,7 +202,7 @@ def test_a_list_with_group_names_on_its_left_is_one_table_of_its_terms(tmp_path:
                 page.insert_text((260, y), meaning, fontname="tiro", fontsize=10)
                 y += 12
 
-    tables, running = _table_text(_page_with(tmp_path / "groups.pdf", draw))
+    tables, running = tables_and_running_text(_page_with(tmp_path / "groups.pdf", draw))
     assert len(tables) == 1
     for rows in groups.values():
         for term, meaning in rows:
@@ -238,6 +230,6 @@ def test_numbered_code_and_code_cut_at_a_wide_space_stay_text(tmp_path: Path) ->
                     page.insert_text((code_x - 2 - width, y), number, fontname="tiro", fontsize=7)
                 page.insert_text((262, y), rest, fontname="cour", fontsize=9)
 
-        tables, running = _table_text(_page_with(tmp_path / "code.pdf", draw))
+        tables, running = tables_and_running_text(_page_with(tmp_path / "code.pdf", draw))
         assert tables == [], rows[0]
         assert rows[1][3] in running

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pymupdf
 
-from rag.ingest.parse import parse_file
 from rag.ingest.pdf_layout import TEXT_FLAGS, read_layout
 from rag.ingest.printout_tables import printout_tables
+from tests.rag.ingest.page_tables import tables_and_running_text
 
 COEFFICIENTS = [("(Intercept)", "-0.1470652", "0.0963031", "-1.5271", "0.126734"),
                 ("Gendermale", "0.0068805", "0.0550486", "0.1250", "0.900531"),
@@ -62,15 +62,6 @@ def _words(line: str) -> list[tuple[int, str]]:
     return [(match.start(), match.group()) for match in re.finditer(r"\S+", line)]
 
 
-def _tables(path: Path) -> tuple[list[str], str]:
-    page = parse_file(path).pages[0]
-    tables = [page.text[table.start:table.end] for table in page.tables]
-    running = page.text
-    for table in page.tables[::-1]:
-        running = running[:table.start] + running[table.end:]
-    return tables, running
-
-
 def _found(path: Path) -> list:
     with pymupdf.open(path) as doc:
         blocks = read_layout(doc[0].get_textpage(flags=TEXT_FLAGS))
@@ -79,7 +70,7 @@ def _found(path: Path) -> list:
 
 def test_a_printed_coefficient_table_is_a_table_captioned_by_its_command(tmp_path: Path) -> None:
     printout = ["R> summary(refit(Fitted))", "$Comp.2", *_printed(COEFFICIENTS, NAMES)]
-    tables, running = _tables(_page(tmp_path / "coefficients.pdf", [printout]))
+    tables, running = tables_and_running_text(_page(tmp_path / "coefficients.pdf", [printout]))
     assert len(tables) == 1
     table = tables[0]
     assert table.startswith("R> summary(refit(Fitted))\n$Comp.2\n")
@@ -94,7 +85,7 @@ def test_two_printouts_of_the_same_rows_differ_by_the_commands_that_printed_them
     rows = [("Jan 2007", "50.03978", "50.77336"), ("Feb 2007", "50.22448", "51.32342"), ("Mar 2007", "50.81620", "50.81620")]
     first = ["R> to.monthly(x)", *_printed(rows, ("x.Open", "x.High"))]
     second = ["R> period.apply(x, INDEX = ep, FUN = max)", "+   # the same months", *_printed(rows, ("Open", "High"))]
-    tables, _ = _tables(_page(tmp_path / "two.pdf", [first, second]))
+    tables, _ = tables_and_running_text(_page(tmp_path / "two.pdf", [first, second]))
     assert len(tables) == 2
     assert tables[0].startswith("R> to.monthly(x)\n|")
     assert tables[1].startswith("R> period.apply(x, INDEX = ep, FUN = max)\n+ # the same months\n|")
@@ -103,7 +94,7 @@ def test_two_printouts_of_the_same_rows_differ_by_the_commands_that_printed_them
 
 def test_significance_codes_after_the_last_column_stay_in_the_row(tmp_path: Path) -> None:
     printout = ["> coef(summary(fit))", *_printed(COEFFICIENTS, NAMES, stars=["", "", "***", "**"])]
-    tables, _ = _tables(_page(tmp_path / "stars.pdf", [printout]))
+    tables, _ = tables_and_running_text(_page(tmp_path / "stars.pdf", [printout]))
     assert len(tables) == 1 and "| Treatmenteduc | -0.2371848 | 0.0905877 | -2.6183 | 0.008837 ** |" in tables[0]
 
 
@@ -111,7 +102,7 @@ def test_without_a_prompt_above_only_the_title_line_captions_it(tmp_path: Path) 
     rows = [("const", "-0.039415021", "1.315825e-05"), ("crim", "-0.006873007", "4.571544e-05"),
             ("zn", "0.097802487", "0.000000e+00")]
     printout = ["Function value: -476.9687", "Estimates:", *_printed(rows, ("estimate", "gradient"))]
-    tables, running = _tables(_page(tmp_path / "estimates.pdf", [printout]))
+    tables, running = tables_and_running_text(_page(tmp_path / "estimates.pdf", [printout]))
     assert len(tables) == 1 and tables[0].startswith("Estimates:\n|")
     assert "Function value" in running
 
