@@ -126,8 +126,7 @@ def _column_edges(names: list[RawWord], sample: list[list[RawWord]]) -> list[flo
 def _fills(line: list[RawWord], edges: list[float]) -> bool:
     """Whether the line's values end at two or more of the columns' right edges and nothing but significance codes
     ("***") runs past the last."""
-    met = sum(1 for edge in edges if any(_is_value(word.text) and abs(word.box[2] - edge) <= _slack(word)
-                                        for word in line[1:]))
+    met = sum(1 for edge in edges if any(_is_value(word.text) and _meets(word.box[2], edge, word) for word in line[1:]))
     past = [word for word in line if word.box[2] > edges[-1] + _slack(word)]
     return met >= min(MIN_COLUMNS, len(edges)) and all(_SIGNIFICANCE_RE.match(word.text) for word in past)
 

@@ -55,13 +55,17 @@ def take_caption(items: list[Item], bbox: Box, others: Sequence[Box] = ()) -> tu
         if is_caption_label(line_text(row[0][2])) and not nearer_elsewhere(_box(row[0][2]), bbox, others):
             chosen += row
             chosen += _caption_continued(row, [entry for entry in lines if entry not in chosen])
-    taken = {(i, j) for i, j, _ in chosen}
+    return without_lines(items, {(i, j) for i, j, _ in chosen}), [line for _, _, line in chosen]
+
+
+def without_lines(items: list[Item], taken: set[tuple[int, int]]) -> list[Item]:
+    """``items`` without the lines at ``taken`` (item, line) positions; an item left empty goes too."""
     kept: list[Item] = []
     for i, item in enumerate(items):
         rest = item if not isinstance(item, list) else [line for j, line in enumerate(item) if (i, j) not in taken]
         if rest:
             kept.append(rest)
-    return kept, [line for _, _, line in chosen]
+    return kept
 
 
 def nearer_elsewhere(caption: Box, bbox: Box, others: Sequence[Box]) -> bool:

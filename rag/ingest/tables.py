@@ -27,7 +27,7 @@ from rag.ingest.header_rule_tables import header_rule_tables
 from rag.ingest.pdf_layout import RawLine, RawWord
 from rag.ingest.printout_tables import printout_tables
 from rag.ingest.rule_tables import has_ruling, mid_rule_tables, rule_tables
-from rag.ingest.table_caption import header_from_caption, line_text, take_caption
+from rag.ingest.table_caption import header_from_caption, line_text, take_caption, without_lines
 from rag.ingest.table_grid import Box, Cell, Grid, centre_in, clean_rows, continues_number, place, split_header
 from rag.ingest.table_stacks import unstack
 from rag.text.language import CJK_RE, count_tokens
@@ -71,7 +71,6 @@ class TableBlock:
 
 
 Item = Union[list[RawLine], TableBlock]
-_NO_CAPTION: Box = (0.0, 0.0, 0.0, 0.0)  # a printout without a command above it: no caption, none looked for
 
 
 def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Item]:
@@ -110,15 +109,15 @@ def find_tables(pdf_page: pymupdf.Page, blocks: list[list[RawLine]]) -> list[Ite
         items = _cut_out(items, bbox, grid, drawn_columns=False, others=[box for box, _ in drawn if box != bbox])
     for printout in printed:
         items = _cut_out(items, printout.bbox, printout.grid, drawn_columns=False, others=[],
-                         caption=printout.caption or _NO_CAPTION)
+                         caption_given=True, caption=printout.caption)
     return items
 
 
 def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool, others: list[Box],
-             caption: Box | None = None) -> list[Item]:
+             caption_given: bool = False, caption: Box | None = None) -> list[Item]:
     """Move the words inside ``bbox`` into a ``TableBlock`` placed among ``items`` by position; a caption label
-    nearer one of the ``others`` (the page's other tables) is theirs. A ``caption`` box given (a printout's command)
-    is the caption instead of the lines a caption is looked for in."""
+    nearer one of the ``others`` (the page's other tables) is theirs. With ``caption_given`` (a printout), the lines
+    inside the ``caption`` box (its command) are the caption, and no caption is looked for when there is none."""
     cells: list[list[Cell]] = [[[] for _ in row] for row in grid]
     kept: list[Item] = []
     for item in items:
@@ -137,11 +136,11 @@ def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool, o
     rows = clean_rows(grid, cells, drawn_columns=drawn_columns)
     if len(rows) < 2 or len(rows[0]) < 2:
         return items  # a framed paragraph or a single column is text, not a table: the words stay
-    if caption is None:
+    if not caption_given:
         kept, lines = take_caption(kept, bbox, others)
         header, lines = header_from_caption(lines, rows)
     else:
-        kept, lines = _lines_in(kept, caption)
+        kept, lines = _lines_in(kept, caption) if caption else (kept, [])
         header = None
     if header is None:
         header, rows = split_header(rows)
@@ -151,18 +150,10 @@ def _cut_out(items: list[Item], bbox: Box, grid: Grid, *, drawn_columns: bool, o
 
 def _lines_in(items: list[Item], box: Box) -> tuple[list[Item], list[RawLine]]:
     """(``items`` without the text lines inside ``box``, those lines)."""
-    kept: list[Item] = []
-    taken: list[RawLine] = []
-    for item in items:
-        if isinstance(item, TableBlock):
-            kept.append(item)
-            continue
-        inside = [line for line in item if centre_in((line.x0, line.y0, line.x1, line.y1), box)]
-        taken += inside
-        rest = [line for line in item if line not in inside]
-        if rest:
-            kept.append(rest)
-    return kept, sorted(taken, key=lambda line: (line.y0, line.x0))
+    inside = [(i, j, line) for i, item in enumerate(items) if isinstance(item, list)
+              for j, line in enumerate(item) if centre_in((line.x0, line.y0, line.x1, line.y1), box)]
+    lines = sorted((line for _, _, line in inside), key=lambda line: (line.y0, line.x0))
+    return without_lines(items, {(i, j) for i, j, _ in inside}), lines
 
 
 def _insert(items: list[Item], block: TableBlock) -> list[Item]:
