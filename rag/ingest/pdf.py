@@ -45,6 +45,7 @@ from rag.text.language import CJK_RE
 
 log = logging.getLogger(__name__)
 
+TITLE_FONT_PAGES = 3  # pages whose fonts' names a metadata title is checked against
 _BAD_TITLE_RE = re.compile(r"^(untitled|microsoft (word|powerpoint)\b)|\.(docx?|pdf|tex|dvi|indd|pptx?|rtf)$",
                            re.IGNORECASE)
 
@@ -142,11 +143,25 @@ def _find_title(page_text: str, title: str, floor: int) -> int:
 
 
 def _metadata_title(pdf: pymupdf.Document) -> str:
-    """The document-info title, unless it is a file name, an ID or a placeholder."""
+    """The document-info title, unless it is a file name, an ID, a placeholder or a font's name."""
     title = " ".join(str((pdf.metadata or {}).get("title") or "").split())
     if not title or _BAD_TITLE_RE.search(title) or not re.search(r"[^\W\d_]{2}", title):
         return ""
+    if title.casefold() in _font_names(pdf):
+        return ""  # Ghostscript re-distilling a TeX paper leaves a font's title, "CMR10", as the document's
     return title
+
+
+def _font_names(pdf: pymupdf.Document) -> set[str]:
+    """The base names of the fonts of the first pages, without a subset's "ABCDEF+" tag, case-folded."""
+    names = set()
+    for number in range(min(len(pdf), TITLE_FONT_PAGES)):
+        try:
+            fonts = pdf.get_page_fonts(number)
+        except Exception:  # a broken font table costs the check, not the document
+            continue
+        names.update(str(font[3]).split("+", 1)[-1].casefold() for font in fonts)
+    return names
 
 
 def _first_heading(sections: list[Section]) -> str:

@@ -81,6 +81,24 @@ def test_text_set_sideways_in_the_margin_is_never_the_title(tmp_path: Path) -> N
     assert parse_file(tmp_path / "stamped.pdf").title == "Learning to Retrieve and Critique"
 
 
+def test_a_font_name_left_as_the_metadata_title_is_not_the_title(tmp_path: Path) -> None:
+    """Ghostscript re-distilling a TeX paper leaves one of its fonts' names ("CMR10") as the document-info title."""
+    def make(name: str, metadata_title: str) -> Path:
+        doc = pymupdf.open()
+        page = doc.new_page()
+        page.insert_text((100, 100), "Pitfalls of Areal Count Models", fontsize=18, fontname="Times-Bold")
+        page.insert_textbox(pymupdf.Rect(100, 140, 520, 700), "Body text of the paper goes on here. " * 40,
+                            fontsize=10, fontname="Courier")
+        doc.set_metadata({"title": metadata_title})
+        doc.save(tmp_path / name)
+        doc.close()
+        return tmp_path / name
+
+    assert parse_file(make("font.pdf", "Courier")).title == "Pitfalls of Areal Count Models"
+    assert parse_file(make("bold.pdf", "times-bold")).title == "Pitfalls of Areal Count Models"
+    assert parse_file(make("named.pdf", "Areal Count Data")).title == "Areal Count Data"
+
+
 def test_english_pdf_word_offsets_are_exact(english: ParsedDocument) -> None:
     assert_word_offsets_exact(english)
     fact_words = [word.text for word in english.pages[1].words if word.text in {"ibuprofen", "1200"}]
