@@ -147,8 +147,19 @@ def first_page_title(lines: list[LineInfo]) -> str:
     top = max(first, key=lambda line: line.size)
     if top.size < body * 1.25:
         return ""
-    title_lines = [line for line in first if line.block == top.block and abs(line.size - top.size) < 0.25]
-    title = " ".join(" ".join(line.text.split()) for line in title_lines)
-    if count_tokens(title) > 30 or len(_LETTERS_RE.findall(title)) < 2:
-        return ""
-    return title
+    def same_size(line: LineInfo) -> bool:
+        return abs(line.size - top.size) < 0.25
+
+    # a title broken by "\\" comes as blocks of its own, one per line: take the run of lines set like it
+    start = end = first.index(top)
+    while start > 0 and same_size(first[start - 1]):
+        start -= 1
+    while end + 1 < len(first) and same_size(first[end + 1]):
+        end += 1
+    block = [line for line in first if line.block == top.block and same_size(line)]
+    run = [line for number, line in enumerate(first) if start <= number <= end or line in block]
+    for title_lines in (run, block):
+        title = " ".join(" ".join(line.text.split()) for line in title_lines)
+        if count_tokens(title) <= 30 and len(_LETTERS_RE.findall(title)) >= 2:
+            return title
+    return ""

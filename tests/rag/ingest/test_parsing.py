@@ -99,6 +99,19 @@ def test_a_font_name_left_as_the_metadata_title_is_not_the_title(tmp_path: Path)
     assert parse_file(make("named.pdf", "Areal Count Data")).title == "Areal Count Data"
 
 
+def test_a_title_broken_over_lines_is_read_whole(tmp_path: Path) -> None:
+    """LaTeX sets each line of a title broken with "\\\\" as a block of its own."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((100, 100), "Inventory of continuous and discrete", fontsize=17)
+    page.insert_text((160, 140), "distributions in actuar", fontsize=17)
+    page.insert_text((200, 190), "Christophe Dutang", fontsize=12)
+    page.insert_textbox(pymupdf.Rect(100, 220, 520, 700), "Body text of the paper goes on here. " * 40, fontsize=10)
+    doc.save(tmp_path / "broken.pdf")
+    doc.close()
+    assert parse_file(tmp_path / "broken.pdf").title == "Inventory of continuous and discrete distributions in actuar"
+
+
 def test_english_pdf_word_offsets_are_exact(english: ParsedDocument) -> None:
     assert_word_offsets_exact(english)
     fact_words = [word.text for word in english.pages[1].words if word.text in {"ibuprofen", "1200"}]
