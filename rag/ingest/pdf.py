@@ -148,7 +148,7 @@ def _metadata_title(pdf: pymupdf.Document) -> str:
     if not title or _BAD_TITLE_RE.search(title) or not re.search(r"[^\W\d_]{2}", title):
         return ""
     if title.casefold() in _font_names(pdf):
-        return ""  # Ghostscript re-distilling a TeX paper leaves a font's title, "CMR10", as the document's
+        return ""  # Ghostscript, re-distilling a TeX paper, leaves a font's name ("CMR10") as the document's title
     return title
 
 
