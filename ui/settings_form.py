@@ -52,6 +52,7 @@ KNOBS: dict[str, Knob] = {
     "retrieval.table_row_boost": Knob("Boost for a table row the question names", "slider", 0.05),
     "retrieval.table_reference_share": Knob("Lift for a table a top passage names", "slider", 0.05),
     "retrieval.contents_share": Knob("Score kept by a table of contents", "slider", 0.05),
+    "retrieval.table_mention_share": Knob("Lift for tables when the question names a table", "slider", 0.05),
     "rerank.enabled": Knob("Rerank"),
     "rerank.model_path": Knob("Cross-encoder folder"),
     "rerank.top_n": Knob("Rerank top-n", "slider", 1),

@@ -59,6 +59,12 @@ class RetrievalConfig(Section):
                                                      "first five passages names, within two pages of it, rises "
                                                      "to this share of that passage's fused score (0 turns it "
                                                      "off).")
+    # chosen among 0.1 / 0.2 / 0.35 / 0.5 on the 23 development table sets (docs/documents.md `mention50`); only
+    # table chunks move, and only for a question that names a table
+    table_mention_share: float = Field(0.5, ge=0.0, le=1.0,
+                                       description="When the question names a table ('the table of …', '表2', "
+                                                   "'对照表中'), every table passage gains this share of the best "
+                                                   "fused score (0 turns it off).")
     # a priori "half": below a passage about the same words, above a weaker one; measured on the development table
     # sets (docs/documents.md `contents20`), not tuned
     contents_share: float = Field(0.5, ge=0.0, le=1.0,
