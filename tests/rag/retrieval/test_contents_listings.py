@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pymupdf
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.schema import NodeWithScore
 
 from rag.config import RagConfig, RetrievalConfig
 from rag.ingest.chunking import chunk_document
@@ -14,6 +14,7 @@ from rag.ingest.parse import parse_file
 from rag.retrieval.contents_listings import asks_where, demote_contents, reads_as_contents
 from rag.retrieval.fusion import FusionRetriever
 from rag.retrieval.query import SearchQuery
+from tests.rag.retrieval.passages import ids, passage
 from tests.rag.retrieval.test_fusion import StaticRetriever
 
 QUESTION = "In chemgreek's table of letters, which capital is printed for lambda?"
@@ -26,18 +27,11 @@ LETTER_TABLE = ("Table 2: A demonstration\n| pos | name | lower | upper |\n| ---
 ZH_CONTENTS = "目录\n第一章 绪论……………………1\n第二章 字体配置……………………5\n第三章 版式……………………12\n第四章 表格……………………20"
 
 
-def _node(node_id: str, score: float, text: str, kind: str = "text") -> NodeWithScore:
-    meta = {"chunk_id": node_id, "doc_id": "d", "file_name": "d.pdf", "page_start": 1, "page_end": 1, "kind": kind}
-    return NodeWithScore(node=TextNode(id_=node_id, text=text, metadata=meta), score=score)
-
 
 def _candidates() -> list[NodeWithScore]:
-    return [_node("list of tables", 0.9, LIST_OF_TABLES), _node("source listing", 0.8, "\\chemlambda % 11: lambda"),
-            _node("letter table", 0.7, LETTER_TABLE, kind="table"), _node("prose", 0.3, "Greek letters upright.")]
+    return [passage("list of tables", 0.9, LIST_OF_TABLES), passage("source listing", 0.8, "\\chemlambda % 11: lambda"),
+            passage("letter table", 0.7, LETTER_TABLE, kind="table"), passage("prose", 0.3, "Greek letters upright.")]
 
-
-def _ids(nodes: list[NodeWithScore]) -> list[str]:
-    return [n.node.node_id for n in nodes]
 
 
 def test_contents_entries_with_dot_leaders_read_as_contents() -> None:
@@ -67,14 +61,14 @@ def test_questions_about_contents_or_pages_keep_contents_where_they_rank() -> No
     assert asks_where("What does the table of contents list under chapter 2?")
     assert asks_where("手册目录里第三章叫什么？") and asks_where("第几頁講到字體？")
     assert not asks_where(QUESTION)
-    assert _ids(demote_contents(_candidates(), "Which page lists the predefined mappings?", 0.5)) == _ids(_candidates())
+    assert ids(demote_contents(_candidates(), "Which page lists the predefined mappings?", 0.5)) == ids(_candidates())
 
 
 def test_a_contents_passage_keeps_its_share_and_falls_below_the_passages_it_points_to() -> None:
     demoted = demote_contents(_candidates(), QUESTION, 0.5)
-    assert _ids(demoted) == ["source listing", "letter table", "list of tables", "prose"]
+    assert ids(demoted) == ["source listing", "letter table", "list of tables", "prose"]
     assert abs(demoted[2].score - 0.45) < 1e-9
-    assert _ids(demote_contents(_candidates(), QUESTION, 1.0)) == _ids(_candidates())  # 1 turns it off
+    assert ids(demote_contents(_candidates(), QUESTION, 1.0)) == ids(_candidates())  # 1 turns it off
 
 
 def test_fusion_demotes_contents_and_says_so_in_the_trace() -> None:
@@ -88,8 +82,8 @@ def test_fusion_demotes_contents_and_says_so_in_the_trace() -> None:
         SearchQuery(query_str=QUESTION))
     demoted = FusionRetriever.from_config(retrievers, config).retrieve(query)
 
-    assert _ids(plain) == ["list of tables", "source listing"]
-    assert _ids(demoted) == ["source listing", "letter table"]  # the demotion comes before the cut to candidate_k
+    assert ids(plain) == ["list of tables", "source listing"]
+    assert ids(demoted) == ["source listing", "letter table"]  # the demotion comes before the cut to candidate_k
     assert any("table-of-contents" in note for note in query.trace.get("fusion").notes)
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.schema import NodeWithScore
 
 from rag.config import RetrievalConfig
 from rag.retrieval.fusion import FusionRetriever
 from rag.retrieval.query import SearchQuery
 from rag.retrieval.table_mentions import lift_tables_asked_for, names_a_table
+from tests.rag.retrieval.passages import ids, passage
 from tests.rag.retrieval.test_fusion import StaticRetriever
 
 QUESTION = "In the newlfm manual's table of letter and memo options, which option puts the date first?"
@@ -18,19 +19,12 @@ OPTIONS_TABLE = ("Table 1: Letter and memo structures\n| Class | D | F | T | Opt
 OTHER_TABLE = "Table 2: Fonts\n| Option | Font |\n| --- | --- |\n| sans | Helvetica |"
 
 
-def _node(node_id: str, score: float, text: str, kind: str = "text") -> NodeWithScore:
-    meta = {"chunk_id": node_id, "doc_id": "d", "file_name": "d.pdf", "page_start": 1, "page_end": 1, "kind": kind}
-    return NodeWithScore(node=TextNode(id_=node_id, text=text, metadata=meta), score=score)
-
 
 def _candidates() -> list[NodeWithScore]:
-    return [_node("prose", 0.9, OPTIONS_PROSE), _node("more prose", 0.8, "Memo options follow."),
-            _node("fonts table", 0.7, OTHER_TABLE, kind="table"),
-            _node("options table", 0.6, OPTIONS_TABLE, kind="table")]
+    return [passage("prose", 0.9, OPTIONS_PROSE), passage("more prose", 0.8, "Memo options follow."),
+            passage("fonts table", 0.7, OTHER_TABLE, kind="table"),
+            passage("options table", 0.6, OPTIONS_TABLE, kind="table")]
 
-
-def _ids(nodes: list[NodeWithScore]) -> list[str]:
-    return [n.node.node_id for n in nodes]
 
 
 @pytest.mark.parametrize("question", [
@@ -52,16 +46,16 @@ def test_questions_that_name_none(question: str) -> None:
 
 def test_tables_rise_above_prose_and_keep_their_own_order() -> None:
     lifted = lift_tables_asked_for(_candidates(), QUESTION, 0.35)
-    assert _ids(lifted) == ["fonts table", "options table", "prose", "more prose"]
+    assert ids(lifted) == ["fonts table", "options table", "prose", "more prose"]
     assert lifted[0].score == pytest.approx(0.7 + 0.35 * 0.9)
 
 
 def test_nothing_moves_without_a_share_a_named_table_or_a_table_passage() -> None:
-    before = _ids(_candidates())
-    assert _ids(lift_tables_asked_for(_candidates(), QUESTION, 0.0)) == before
-    assert _ids(lift_tables_asked_for(_candidates(), "Which option puts the date first?", 0.35)) == before
+    before = ids(_candidates())
+    assert ids(lift_tables_asked_for(_candidates(), QUESTION, 0.0)) == before
+    assert ids(lift_tables_asked_for(_candidates(), "Which option puts the date first?", 0.35)) == before
     prose_only = [item for item in _candidates() if item.node.metadata["kind"] == "text"]
-    assert _ids(lift_tables_asked_for(prose_only, QUESTION, 0.35)) == ["prose", "more prose"]
+    assert ids(lift_tables_asked_for(prose_only, QUESTION, 0.35)) == ["prose", "more prose"]
     assert lift_tables_asked_for([], QUESTION, 0.35) == []
 
 
@@ -77,8 +71,8 @@ def test_fusion_lifts_the_tables_before_the_cut_and_says_so_in_the_trace() -> No
         SearchQuery(query_str=QUESTION))
     lifted = FusionRetriever.from_config(retrievers, config).retrieve(query)
 
-    assert _ids(plain) == ["prose", "more prose"]
+    assert ids(plain) == ["prose", "more prose"]
     # min-max fused scores 1, 2/3, 1/3, 0: the first table gains 0.35 and passes the second prose passage, before
     # the cut to candidate_k
-    assert _ids(lifted) == ["prose", "fonts table"]
+    assert ids(lifted) == ["prose", "fonts table"]
     assert any("the question names a table" in note for note in query.trace.get("fusion").notes)
