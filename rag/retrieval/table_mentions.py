@@ -5,10 +5,10 @@ pt？": such a question names the words of a table's caption and rows, and so do
 explains the same options in sentences. The embedder prefers the sentences and BM25 their length, so prose of the
 neighbouring pages often ranks above the table the question points at. After fusion, when the question names a table
 ("table(s)" as a word, not "table of contents"; 表格, 表 before 中/里/裡/内/內 or a table number, 表 after 下/上/此/
-该/該 — not 代表, 发表 or 表示), every table chunk among the candidates gains ``retrieval.table_mention_share`` times
-the best fused score. Tables keep their order among themselves, so the right table still has to beat the document's
-other tables on its own words; only prose moves below them. A question that names no table, and a library without
-tables, rank as before.
+该/該 — not 代表, 发表 or 表示, even before 中), every table chunk among the candidates gains
+``retrieval.table_mention_share`` times the best fused score. Tables keep their order among themselves, so the right
+table still has to beat the document's other tables on its own words; only prose moves below them. A question that
+names no table, and a library without tables, rank as before.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from llama_index.core.schema import NodeWithScore
 from rag.retrieval.trace import StageTrace
 
 _ENGLISH_RE = re.compile(r"\btables?\b(?!\s+of\s+contents)", re.IGNORECASE)
-_CHINESE_RE = re.compile(r"表(?:格|\s*[中里裡内內]|\s*[0-9０-９A-Z一二三四五六七八九十])|[下上此该該]表(?![示达達明现現])")
+_CHINESE_RE = re.compile(r"(?<![代发發])表(?:格|\s*[中里裡内內]|\s*[0-9０-９A-Z一二三四五六七八九十])|[下上此该該]表(?![示达達明现現])")
 
 
 def names_a_table(query: str) -> bool:

@@ -38,7 +38,7 @@ def test_questions_that_name_a_table(question: str) -> None:
 
 @pytest.mark.parametrize("question", [
     "Which option puts the date first?", "What page does the table of contents give for Item 3?",
-    "Is the timetable on page 4?", "这位代表发表了什么观点？", "以下表示默认值的是哪个？", "表示日期的选项是什么？",
+    "Is the timetable on page 4?", "这位代表发表了什么观点？", "哪位选手代表中国参赛？", "论文发表中遇到了什么问题？", "以下表示默认值的是哪个？", "表示日期的选项是什么？",
 ])
 def test_questions_that_name_none(question: str) -> None:
     assert not names_a_table(question)
