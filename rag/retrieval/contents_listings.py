@@ -16,6 +16,7 @@ import re
 
 from llama_index.core.schema import NodeWithScore
 
+from rag.retrieval.nodes import best_first
 from rag.retrieval.trace import StageTrace
 
 MIN_LEADERS = 3  # entries led to their page numbers; one or two dotted lines are a form's blanks or an ellipsis
@@ -66,4 +67,4 @@ def demote_contents(fused: list[NodeWithScore], query: str, share: float,
         return fused
     if stage is not None:
         stage.note(f"{demoted} table-of-contents passage(s) kept {share:g} of their score")
-    return sorted(fused, key=lambda item: item.score or 0.0, reverse=True)
+    return best_first(fused)

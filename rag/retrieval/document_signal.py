@@ -29,7 +29,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
 from rag.documents import DocumentRecord
-from rag.retrieval.nodes import annotate_node, doc_id_of
+from rag.retrieval.nodes import annotate_node, best_first, doc_id_of
 from rag.text.tokenizer import tokenize
 
 logger = logging.getLogger(__name__)
@@ -128,4 +128,4 @@ class DocumentBoostPostprocessor(BaseNodePostprocessor):
             document = documents.get(doc_id_of(node), 0.0)
             blended = (1 - self.weight) * float(base) + self.weight * document
             boosted.append(annotate_node(node, score=blended, document_signal=round(document, 4)))
-        return sorted(boosted, key=lambda node: node.score or 0.0, reverse=True)
+        return best_first(boosted)

@@ -37,6 +37,11 @@ def annotate_node(item: NodeWithScore, *, score: float | None | Any = ..., **met
     return NodeWithScore(node=copy, score=item.score if score is ... else score)
 
 
+def best_first(items: list[NodeWithScore]) -> list[NodeWithScore]:
+    """``items`` re-ranked by score, best first; equal scores keep their order (a missing score counts 0)."""
+    return sorted(items, key=lambda item: item.score or 0.0, reverse=True)
+
+
 def node_text(item: NodeWithScore, mode: MetadataMode = MetadataMode.EMBED) -> str:
     """The text of a node as the embedder (default) or the LLM sees it."""
     return item.node.get_content(metadata_mode=mode)

@@ -17,6 +17,7 @@ import re
 
 from llama_index.core.schema import NodeWithScore
 
+from rag.retrieval.nodes import best_first
 from rag.retrieval.trace import StageTrace
 
 _ENGLISH_RE = re.compile(r"\btables?\b(?!\s+of\s+contents)", re.IGNORECASE)
@@ -48,4 +49,4 @@ def lift_tables_asked_for(fused: list[NodeWithScore], query: str, share: float,
         item.score = (item.score or 0.0) + lift
     if stage is not None:
         stage.note(f"the question names a table: {len(tables)} table passage(s) gained {share:g} x the best score")
-    return sorted(fused, key=lambda item: item.score or 0.0, reverse=True)
+    return best_first(fused)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore
 
-from rag.retrieval.nodes import doc_id_of
+from rag.retrieval.nodes import best_first, doc_id_of
 from rag.retrieval.trace import StageTrace
 from rag.text.table_captions import caption_label_key, referenced_labels
 from rag.text.table_text import split_markdown_table
@@ -64,7 +64,7 @@ def boost_referenced_tables(fused: list[NodeWithScore], share: float,
         item.score = max(item.score or 0.0, lifted.get(item.node.node_id, 0.0))
     if stage is not None:
         stage.note(f"tables named by a top passage (lifted to {share} x its score): " + ", ".join(sorted(named)))
-    return sorted(fused, key=lambda item: -(item.score or 0.0))
+    return best_first(fused)
 
 
 def caption_label(item: NodeWithScore) -> str:

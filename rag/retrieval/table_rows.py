@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore
 
+from rag.retrieval.nodes import best_first
 from rag.retrieval.trace import StageTrace
 from rag.text.table_text import named_row_label, named_title
 
@@ -58,4 +59,4 @@ def boost_named_rows(fused: list[NodeWithScore], query: str, boost: float,
     if stage is not None:
         stage.note(f"table rows or titles named by the question (+{boost} x the best score for the longest): "
                    + ", ".join(sorted({label for label in named.values() if label})))
-    return sorted(fused, key=lambda item: -(item.score or 0.0))
+    return best_first(fused)
