@@ -1,4 +1,4 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 23rd held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 24th held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
@@ -30,7 +30,9 @@ Armenian, lilyglyphs and marvosym manuals; English PDFs), ``table_questions_hold
 vignettes of bit, Epi, party, pls, ape and BMS, four PSTricks manuals, MetaPost's drv guide and mfpic's manual; English
 PDFs), ``table_questions_holdout23.json`` on twelve more (R vignettes of spatstat, surveillance, seriation, dbscan, TSP
 and haplo.stats, the memoir and listings manuals, and TeX Live's statistics, nucleardata, pfdicons and bibleref-mouth
-documents; English PDFs). They are not copied into the
+documents; English PDFs), ``table_questions_holdout24.json`` on twelve more (R vignettes of glmnet, sp, bbmle,
+gstat, rrcov and mi, the csquotes, iso, media9 and animate manuals, and TeX Live's diffcoeff and numerica documents;
+English PDFs). They are not copied into the
 repository; this downloads the pinned packages with ``apt-get download`` (the Debian registry is reachable where PyPI
 is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``, each checked against its
 SHA-256 so that every run reads the bytes the questions were written on.
