@@ -16,6 +16,18 @@ values of two or more columns in the lines under it; two or more such lines, eac
 printout's left edge; and every word of it at whole multiples of one character pitch from that edge (which only a
 typewriter font gives, whatever the PDF calls the font: vignettes built with Type 3 fonts name none).
 
+R's ``ftable`` prints a cross-tabulation with its variables' names and levels in the margins:
+
+    > ftable(addmargins(ae, 1), col.vars=3:2)
+                                   D.nD        D.DM           X
+                             sex      M      F     M     F     M     F
+    cut(A, c(30, a.kn, Inf))
+    (30,40]                        9135   4650   597   277 12080  9648
+
+Each level of the outer column variable ends where the first of its columns ends, so a line above the column names
+whose every word ends at a column's right end is a heading row of the same table; and the row variables' names
+take a line of their own, at the row names' edge, between the column names and the first row.
+
 Printouts of one session look alike (xts prints the same prices five ways), so the command that printed a table is
 its caption: the prompt line above it (">" or "R>", with its "+" continuation lines) and whatever it printed before
 the table ("Call: …", "$Comp.2"), or, without a prompt near, the title line right above ("Estimates:").
@@ -69,10 +81,12 @@ def printout_tables(words: Iterable[RawWord], *, taken: list[Box]) -> list[Print
         if table is None:
             continue
         rows, edges, pitch = table
-        block = lines[index:index + 1 + rows]
-        used.update(range(index, index + 1 + rows))
-        left = min(line[0].box[0] for line in block[1:])
-        found.append(Printout(_bbox(block), _grid(block, edges, pitch), _caption(lines, index, left, pitch, used)))
+        top = _heading_rows_above(lines, index, edges, used)
+        block = lines[top:index + 1 + rows]
+        used.update(range(top, index + 1 + rows))
+        left = min(line[0].box[0] for line in lines[index + 1:index + 1 + rows])
+        found.append(Printout(_bbox(block), _grid(block, edges, pitch, index - top),
+                              _caption(lines, top, left, pitch, used)))
     return found
 
 
@@ -82,7 +96,10 @@ def _table_under(lines: list[list[RawWord]], header: int) -> tuple[int, list[flo
     if _is_prompt(names) or any(_INDEX_RE.search(word.text) for word in names):
         return None
     following = _lines_below(lines, header)
-    sample = list(islice(following, MIN_ROWS + 2))
+    sample = list(islice(following, MIN_ROWS + 3))
+    # an ftable's row variables' names: a line at the rows' left edge that ends before their values
+    variables = sample[:1] if len(sample) > MIN_ROWS and _names_the_rows(sample[0], sample[1]) else []
+    sample, spare = sample[len(variables):len(variables) + MIN_ROWS + 2], sample[len(variables) + MIN_ROWS + 2:]
     # every table's first rows hold two values or more beside their names (most lines of a page do not)
     if len(sample) < MIN_ROWS or any(sum(_is_value(word.text) for word in line[1:]) < MIN_COLUMNS
                                      for line in sample[:MIN_ROWS]):
@@ -91,15 +108,36 @@ def _table_under(lines: list[list[RawWord]], header: int) -> tuple[int, list[flo
     if len(edges) < MIN_COLUMNS:
         return None
     left = min(line[0].box[0] for line in sample[:MIN_ROWS])
-    rows: list[list[RawWord]] = []
-    for line in chain(sample, following):  # the body: rows led by their name at the left edge, under the names
+    rows: list[list[RawWord]] = list(variables)
+    for line in chain(sample, spare, following):  # the body: rows led by their name at the left edge
         if abs(line[0].box[0] - left) > 2 or not _fills(line, edges) or any(_INDEX_RE.search(w.text) for w in line):
             break
         rows.append(line)
-    if len(rows) < MIN_ROWS or names[0].box[0] <= left + 1:  # R leaves the row names' column without a name
+    # R leaves the row names' column without a name
+    if len(rows) - len(variables) < MIN_ROWS or names[0].box[0] <= left + 1:
         return None
     pitch = _pitch([names, *rows])
     return (len(rows), edges, pitch) if pitch and _on_pitch([names, *rows], left, pitch) else None
+
+
+def _names_the_rows(line: list[RawWord], first_row: list[RawWord]) -> bool:
+    """Whether ``line`` is an ftable's line of row variables' names above ``first_row``: starting where the row
+    names start and ending before the first row's values do."""
+    return (len(first_row) > 1 and abs(line[0].box[0] - first_row[0].box[0]) <= 2
+            and line[-1].box[2] < first_row[1].box[0])
+
+
+def _heading_rows_above(lines: list[list[RawWord]], header: int, edges: list[float], used: set[int]) -> int:
+    """The index of the first line of the table's heading: ``header``, or a line above it (an ftable's outer column
+    variable's levels, up to two such lines) whose two or more words each end at one of the columns' right ends."""
+    top = header
+    while top > 0 and header - top < 2 and top - 1 not in used:
+        line = lines[top - 1]
+        if (len(line) < 2 or _gap(line, lines[top]) > MAX_LINE_GAP_HEIGHTS or _is_prompt(line)
+                or not all(any(_meets(word.box[2], edge, word) for edge in edges) for word in line)):
+            break
+        top -= 1
+    return top
 
 
 def _lines_below(lines: list[list[RawWord]], header: int) -> Iterator[list[RawWord]]:
@@ -169,10 +207,12 @@ def _caption(lines: list[list[RawWord]], header: int, left: float, pitch: float,
     return _bbox(taken) if taken else None
 
 
-def _grid(block: list[list[RawWord]], edges: list[float], pitch: float) -> Grid:
-    """A row per line; the row names' column up to the first values, then a column up to each right edge."""
-    starts = [word.box[0] for word in block[0] if word.box[2] <= edges[0] + _slack(word)]  # the first column's name
-    starts += [word.box[0] for line in block[1:] for word in line[1:] if _meets(word.box[2], edges[0], word)]
+def _grid(block: list[list[RawWord]], edges: list[float], pitch: float, header: int = 0) -> Grid:
+    """A row per line; the row names' column up to the first values, then a column up to each right edge.
+    ``block[header]`` holds the column names (lines above it are heading rows too)."""
+    names, body = block[header], block[header + 1:]
+    starts = [word.box[0] for word in names if word.box[2] <= edges[0] + _slack(word)]  # the first column's name
+    starts += [word.box[0] for line in body for word in line[1:] if _meets(word.box[2], edges[0], word)]
     x0 = min(word.box[0] for line in block for word in line) - 1
     boundaries = [x0, min(starts) - pitch / 2] + [edge + pitch / 2 for edge in edges]
     boundaries[-1] = edges[-1] + 1

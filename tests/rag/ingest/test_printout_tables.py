@@ -120,3 +120,50 @@ def test_code_and_an_index_in_typewriter_type_are_not_tables(tmp_path: Path) -> 
             "R> y <- c(4.5, 5.25, 6.125)", "R> plot(x, y, xlim = c(0, 10))"]
     index = _printed([("\\dbval", "12,", "40"), ("\\dbtoday", "15,", "41"), ("\\dbindex", "20,", "42")], ("page", "line"))
     assert _found(_page(tmp_path / "code.pdf", [code, index])) == []
+
+
+COUNTS = [("(30,40]", "9135", "4650", "597", "277", "12080", "9648"),
+          ("(40,51]", "25535", "15784", "2947", "1439", "35445", "23925"),
+          ("(51,62]", "59698", "40171", "10838", "5253", "60539", "40034")]
+
+
+def _ftable(row_variables: str | None) -> list[str]:
+    """Lines as R's ftable prints counts by age class (rows) and outcome by sex (columns): each outcome ending where
+    the first of its columns ends, the column variable's name before its levels, the row variable's name on a line
+    of its own."""
+    label_width = max(len(row_variables or ""), *(len(row[0]) for row in COUNTS)) + len(" sex")
+    width = 6
+    outcomes = ""
+    for number, name in enumerate(("D.nD", "D.DM", "X")):
+        outcomes = outcomes.ljust(label_width + 2 * number * (width + 1) + width + 1 - len(name)) + name
+    levels = "sex".rjust(label_width) + "".join(" " + level.rjust(width) for level in ("M", "F") * 3)
+    rows = [row[0].ljust(label_width) + "".join(" " + value.rjust(width) for value in row[1:]) for row in COUNTS]
+    return [outcomes, levels, *([row_variables] if row_variables else []), *rows]
+
+
+def test_an_ftable_keeps_its_row_variables_line_and_its_outer_column_levels(tmp_path: Path) -> None:
+    printout = ["> ftable(addmargins(ae, 1), col.vars=3:2)", *_ftable("cut(A, c(30, a.kn, Inf))")]
+    tables, running = tables_and_running_text(_page(tmp_path / "ftable.pdf", [printout]))
+    assert len(tables) == 1
+    table = tables[0]
+    assert table.startswith("> ftable(addmargins(ae, 1), col.vars=3:2)\n|")
+    assert "| (40,51] | 25535 | 15784 | 2947 | 1439 | 35445 | 23925 |" in table
+    assert "| cut(A, c(30, a.kn, Inf)) |" in table  # the row variable's name is the table's, not running text
+    header = table.splitlines()[1]  # the first row of the Markdown table
+    assert all(outcome in header for outcome in ("D.nD", "D.DM", "X"))  # the outer levels head their columns
+    assert "cut(A" not in running and "25535" not in running and "D.DM" not in running
+
+
+def test_an_ftable_without_a_row_variables_line_reads_the_same(tmp_path: Path) -> None:
+    tables, _ = tables_and_running_text(_page(tmp_path / "plain.pdf", [["> ftable(ae)", *_ftable(None)]]))
+    assert len(tables) == 1 and "| (51,62] | 59698 | 40171 | 10838 | 5253 | 60539 | 40034 |" in tables[0]
+    header = next(line for line in tables[0].splitlines() if line.startswith("|"))
+    assert all(outcome in header for outcome in ("D.nD", "D.DM", "X"))
+
+
+def test_a_line_above_the_names_that_does_not_end_at_the_columns_is_not_a_heading(tmp_path: Path) -> None:
+    """Output printed before a table ("$Comp.2", a title) stays its caption, not a heading row of it."""
+    printout = ["R> summary(refit(Fitted))", "Coefficients of the second component", *_printed(COEFFICIENTS, NAMES)]
+    tables, _ = tables_and_running_text(_page(tmp_path / "title.pdf", [printout]))
+    assert len(tables) == 1
+    assert tables[0].startswith("R> summary(refit(Fitted))\nCoefficients of the second component\n|")
