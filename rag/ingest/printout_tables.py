@@ -96,10 +96,11 @@ def _table_under(lines: list[list[RawWord]], header: int) -> tuple[int, list[flo
     if _is_prompt(names) or any(_INDEX_RE.search(word.text) for word in names):
         return None
     following = _lines_below(lines, header)
-    sample = list(islice(following, MIN_ROWS + 3))
+    sample = list(islice(following, MIN_ROWS + 2))
     # an ftable's row variables' names: a line at the rows' left edge that ends before their values
     variables = sample[:1] if len(sample) > MIN_ROWS and _names_the_rows(sample[0], sample[1]) else []
-    sample, spare = sample[len(variables):len(variables) + MIN_ROWS + 2], sample[len(variables) + MIN_ROWS + 2:]
+    if variables:  # the sample is of the rows under it
+        sample = sample[1:] + list(islice(following, 1))
     # every table's first rows hold two values or more beside their names (most lines of a page do not)
     if len(sample) < MIN_ROWS or any(sum(_is_value(word.text) for word in line[1:]) < MIN_COLUMNS
                                      for line in sample[:MIN_ROWS]):
@@ -109,7 +110,7 @@ def _table_under(lines: list[list[RawWord]], header: int) -> tuple[int, list[flo
         return None
     left = min(line[0].box[0] for line in sample[:MIN_ROWS])
     rows: list[list[RawWord]] = list(variables)
-    for line in chain(sample, spare, following):  # the body: rows led by their name at the left edge
+    for line in chain(sample, following):  # the body: rows led by their name at the left edge
         if abs(line[0].box[0] - left) > 2 or not _fills(line, edges) or any(_INDEX_RE.search(w.text) for w in line):
             break
         rows.append(line)

@@ -27,8 +27,8 @@ holdout16 had (English only: no Chinese PDF with a table was left outside the ea
 ``holdout18`` on twelve more after holdout17 had (English PDFs; eight of its questions are asked in Chinese),
 ``holdout19`` on ten more after holdout18 had (the same way), ``holdout20`` on twelve more after holdout19 had
 (the same way), ``holdout21`` on twelve more after holdout20 had (the same way), ``holdout22`` on twelve more
-after holdout21 had (the same way), ``holdout23`` on twelve more after holdout22 had (the same way), and ``holdout24`` on twelve more
-after holdout23 had been written (the same way).
+after holdout21 had (the same way), ``holdout23`` on twelve more after holdout22 had (the same way), and
+``holdout24`` on twelve more after holdout23 had been written (the same way).
 
 Both runs ingest the three PDFs into temporary stores with the configured embedders; embeddings are
 cached in ``<cache>/lab/tables-embed-cache.sqlite3`` so a second run embeds only what changed.
