@@ -32,7 +32,9 @@ PDFs), ``table_questions_holdout23.json`` on twelve more (R vignettes of spatsta
 and haplo.stats, the memoir and listings manuals, and TeX Live's statistics, nucleardata, pfdicons and bibleref-mouth
 documents; English PDFs), ``table_questions_holdout24.json`` on twelve more (R vignettes of glmnet, sp, bbmle,
 gstat, rrcov and mi, the csquotes, iso, media9 and animate manuals, and TeX Live's diffcoeff and numerica documents;
-English PDFs). They are not copied into the
+English PDFs), ``table_questions_holdout25.json`` on twelve more (R vignettes of eRm, BradleyTerry2 and psychotools,
+three chapters of HSAUR3, the ghsystem, leipzig, xcolor-material and ltxkeys manuals, TeX Live's engtlc and
+bibleref-parse documents; English PDFs). They are not copied into the
 repository; this downloads the pinned packages with ``apt-get download`` (the Debian registry is reachable where PyPI
 is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``, each checked against its
 SHA-256 so that every run reads the bytes the questions were written on.
