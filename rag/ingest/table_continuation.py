@@ -10,6 +10,11 @@ page's last table (nothing but running headers, footers and page numbers between
 columns, and no title of its own), it inherits that table's caption and header row as search context —
 chained, so the third page of a statement still carries its title. What is stored, shown and cited stays the
 page's own table.
+
+A program's printout breaks over pages the same way: Sweave sets the command at the foot of one page ("R>
+summary(fit.gaus)") and its output at the top of the next, where the printout's tables are captioned only by the
+output's own title ("Coefficients:"), and the same title heads every other fit's printout. A page's tables above its
+first prompt line, when the page before ends with a command, inherit that command as search context.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from rag.text.table_text import split_markdown_table
 RUNNING_SHARE = 0.3  # a line printed on at least this share of a document's pages is a running header or footer
 MIN_RUNNING_PAGES = 3
 _DIGITS_RE = re.compile(r"\d+")
+_PROMPT_RE = re.compile(r"^(R?>)\s")  # a command line of an R session as a vignette prints it
+MAX_COMMAND_LINES = 8  # how far up from the foot of a page its last command may be (its output below it)
 _SPACE_RE = re.compile(r"\s+")
 
 
@@ -38,8 +45,8 @@ class _Seen(NamedTuple):
 
 
 def continued_contexts(doc: ParsedDocument) -> dict[int, str]:
-    """Search context inherited by each table that continues one from the page before, keyed by where the
-    table starts in ``doc.full_text``.
+    """Search context inherited by each table that continues one from the page before, or a printout whose
+    command ended the page before, keyed by where the table starts in ``doc.full_text``.
 
     Args:
         doc: The parsed document (its pages' text and table spans).
@@ -63,8 +70,30 @@ def continued_contexts(doc: ParsedDocument) -> dict[int, str]:
                 title, continues = "\n".join([*own, *header]), False
             if continues:
                 inherited[offset + table.start] = title
+            elif index and not _has_prompt(page.text[:table.start]):
+                command = _closing_command(doc.pages[index - 1].text, running)
+                if command:
+                    inherited[offset + table.start] = command
             previous = _Seen(index, page.text[table.end:], columns, title, continues)
     return inherited
+
+
+def _has_prompt(text: str) -> bool:
+    return any(_PROMPT_RE.match(line) for line in text.splitlines())
+
+
+def _closing_command(text: str, running: set[str]) -> str:
+    """The last command among a page's last lines (its prompt line and the "+" lines continuing it; running lines
+    and page numbers aside), or "" when the page ends otherwise. What follows the command on the page is its output,
+    which the next page's tables continue."""
+    lines = [line for line in text.splitlines() if line.strip() and not _only_running(line, running)]
+    for start in range(len(lines) - 1, max(len(lines) - 1 - MAX_COMMAND_LINES, -1), -1):
+        if _PROMPT_RE.match(lines[start]):
+            end = start + 1
+            while end < len(lines) and lines[end].startswith("+"):
+                end += 1
+            return "\n".join(lines[start:end])
+    return ""
 
 
 def running_lines(doc: ParsedDocument) -> set[str]:

@@ -75,3 +75,39 @@ def test_a_parent_statement_continued_without_its_title_is_not_taken_for_the_gro
     assert named_row_label("建新股份2019年所得税费用是多少元？", SECOND, context) == ""
     assert named_row_label("建新股份母公司2019年所得税费用是多少元？", SECOND, context) == "所得税费用"
     assert named_row_label("建新股份2019年所得税费用是多少元？", SECOND) == "所得税费用"
+
+
+def _text_page(number: int, lines: list[str], tables: list[str] = ()) -> Page:
+    """A page of ``lines``, then each table, then its number (no running header)."""
+    text = "\n".join(lines) + "\n"
+    spans = []
+    for table in tables:
+        spans.append(TableSpan(start=len(text), end=len(text) + len(table)))
+        text += table + "\n"
+    return Page(number=number, text=text + f"{number}\n", tables=spans)
+
+
+COEFFICIENTS = "Coefficients:\n|  | coef | se |\n| --- | --- | --- |\n| male | 0.09735 | 0.15521 |"
+
+
+def test_a_printout_at_the_top_of_a_page_is_searched_by_the_command_that_ended_the_page_before() -> None:
+    """Sweave sets a command at a page's foot and its output on the next page; the output's tables carry it."""
+    command = ["R> fit.gaus <- haplo.glm(y ~ male + geno.glm, family=gaussian,", "+ x=TRUE)", "R> summary(fit.gaus)"]
+    doc = ParsedDocument(file_name="haplostats.pdf", file_type="pdf", title="haplo.stats", pages=[
+        _text_page(1, ["The regression of a quantitative trait on the haplotypes.", *command]),
+        _text_page(2, ["Call:", "haplo.glm(formula = y ~ male + geno.glm)"], [COEFFICIENTS, COEFFICIENTS]),
+        _text_page(3, ["R> summary(fit.inter)", "Call:"], [COEFFICIENTS])])
+    offsets = doc.page_offsets()
+
+    inherited = continued_contexts(doc)
+
+    assert [inherited.get(offsets[1] + table.start) for table in doc.pages[1].tables] == ["R> summary(fit.gaus)"] * 2
+    assert offsets[2] + doc.pages[2].tables[0].start not in inherited  # its own command is on its page
+
+
+def test_a_page_that_ends_in_prose_or_long_after_a_command_passes_nothing_on() -> None:
+    lines = ["R> summary(fit)", *(f"line {n} of the discussion that follows the printout." for n in range(9))]
+    for before in (["The fit is discussed below; nothing is printed."], lines):
+        doc = ParsedDocument(file_name="v.pdf", file_type="pdf", title="v", pages=[
+            _text_page(1, before), _text_page(2, ["Coefficients:"], [COEFFICIENTS])])
+        assert continued_contexts(doc) == {}
