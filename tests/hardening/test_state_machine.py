@@ -14,8 +14,8 @@ CI runs 40 examples of up to 6 steps. 200 took 408 s of a 17-minute suite (fresh
 one in a 17.6-minute suite, fresh clone of 6dab8f8), and 60 took 127 s and 268 s in two fresh-clone runs
 of one stop (2f18e40, 33cec6f): the largest and most variable item of a suite that is over its 15-minute
 aim. A profile of 15 examples spends most of its time waiting for the kill rules' children and reopening
-Chroma after another process wrote (~0.6 s each). The release
-run is larger: ``CITEWISE_STATEFUL_EXAMPLES=2000 CITEWISE_STATEFUL_STEPS=20 .venv/bin/python -m pytest
+Chroma after another process wrote (~0.6 s each). The release run is larger:
+``CITEWISE_STATEFUL_EXAMPLES=2000 CITEWISE_STATEFUL_STEPS=20 .venv/bin/python -m pytest
 tests/hardening/test_state_machine.py -p no:cacheprovider --timeout 7200`` (see README, "Storage").
 """
 

@@ -1,6 +1,9 @@
-"""A table continued from the page before is searched by that table's caption and header (search context only)."""
+"""A table continued from the page before is searched by that table's caption and header, and a printout at the top of a
+page by the command that ended the page before (search context only)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rag.config import ChunkingConfig
 from rag.documents import Page, ParsedDocument, TableSpan
@@ -77,7 +80,7 @@ def test_a_parent_statement_continued_without_its_title_is_not_taken_for_the_gro
     assert named_row_label("建新股份2019年所得税费用是多少元？", SECOND) == "所得税费用"
 
 
-def _text_page(number: int, lines: list[str], tables: list[str] = ()) -> Page:
+def _text_page(number: int, lines: list[str], tables: Sequence[str] = ()) -> Page:
     """A page of ``lines``, then each table, then its number (no running header)."""
     text = "\n".join(lines) + "\n"
     spans = []
