@@ -24,12 +24,12 @@ from collections import Counter
 from typing import NamedTuple
 
 from rag.documents import ParsedDocument
+from rag.text.table_captions import COMMAND_LINE_RE
 from rag.text.table_text import split_markdown_table
 
 RUNNING_SHARE = 0.3  # a line printed on at least this share of a document's pages is a running header or footer
 MIN_RUNNING_PAGES = 3
 _DIGITS_RE = re.compile(r"\d+")
-_PROMPT_RE = re.compile(r"^(R?>)\s")  # a command line of an R session as a vignette prints it
 MAX_COMMAND_LINES = 8  # how far up from the foot of a page its last command may be (its output below it)
 _SPACE_RE = re.compile(r"\s+")
 
@@ -55,6 +55,11 @@ def continued_contexts(doc: ParsedDocument) -> dict[int, str]:
     inherited: dict[int, str] = {}
     previous: _Seen | None = None
     for index, (page, offset) in enumerate(zip(doc.pages, doc.page_offsets())):
+        # tables that start no later than the page's first prompt line (a printout's output, or one captioned by that
+        # line) inherit the command that ended the page before
+        command = _closing_command(doc.pages[index - 1].text, running) if index and page.tables else ""
+        first_prompt = COMMAND_LINE_RE.search(page.text)
+        commanded_until = first_prompt.start() if first_prompt else len(page.text)
         for number, table in enumerate(page.tables):
             caption, rows = split_markdown_table(page.text[table.start:table.end])
             own = [line for line in caption if _key(line) not in running]
@@ -70,16 +75,10 @@ def continued_contexts(doc: ParsedDocument) -> dict[int, str]:
                 title, continues = "\n".join([*own, *header]), False
             if continues:
                 inherited[offset + table.start] = title
-            elif index and not _has_prompt(page.text[:table.start]):
-                command = _closing_command(doc.pages[index - 1].text, running)
-                if command:
-                    inherited[offset + table.start] = command
+            elif command and table.start <= commanded_until:
+                inherited[offset + table.start] = command
             previous = _Seen(index, page.text[table.end:], columns, title, continues)
     return inherited
-
-
-def _has_prompt(text: str) -> bool:
-    return any(_PROMPT_RE.match(line) for line in text.splitlines())
 
 
 def _closing_command(text: str, running: set[str]) -> str:
@@ -88,7 +87,7 @@ def _closing_command(text: str, running: set[str]) -> str:
     which the next page's tables continue."""
     lines = [line for line in text.splitlines() if line.strip() and not _only_running(line, running)]
     for start in range(len(lines) - 1, max(len(lines) - 1 - MAX_COMMAND_LINES, -1), -1):
-        if _PROMPT_RE.match(lines[start]):
+        if COMMAND_LINE_RE.match(lines[start]):
             end = start + 1
             while end < len(lines) and lines[end].startswith("+"):
                 end += 1

@@ -36,8 +36,9 @@ _LABEL_NUMBER = r"((?:[A-HS]\.?)?\d+(?:\s*[.\-–—－]\s*\d+)*|[IVX]+\b)"
 # (in running text, not the 表 of 代表 "stands for", 发表 "publish", 列表 "list", 仪表, 报表, 课表)
 _REFERENCE_RE = re.compile(r"(?:\b(?:[Tt]ables?|TABLES?|[Tt]ab\.)\s*|(?<![代发列仪报课])表\s*)" + _LABEL_NUMBER)
 _CAPTION_NUMBER_RE = re.compile(r"^(?:[Tt]able|TABLE|[Tt]ab\.|续?表)\s*" + _LABEL_NUMBER)
-# a line a console's user typed: R's prompt "R>" or ">", or its continuation "+" (``rag.ingest.printout_tables``)
-_PROMPT_LINE_RE = re.compile(r"(?:R?>|\+)\s")
+_COMMAND = r"R?>"  # R's prompt, "R>" or ">", before what a console's user typed (``rag.ingest.printout_tables``)
+COMMAND_LINE_RE = re.compile(rf"^{_COMMAND}[^\S\n]", re.MULTILINE)  # a line that starts a command
+_PROMPT_LINE_RE = re.compile(rf"(?:{_COMMAND}|\+)\s")  # a line that starts a command or continues one ("+")
 MIN_LEAD_IN_TOKENS = 6  # a colon-ended form label ("其他说明：") is not a subject
 MAX_LEAD_IN_CHARS = 300
 _LOOK_BACK_CHARS = 2000
