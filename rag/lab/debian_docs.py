@@ -1,4 +1,4 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 24th held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 26th held-out table sets from Debian packages.
 
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
 documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
@@ -34,7 +34,9 @@ documents; English PDFs), ``table_questions_holdout24.json`` on twelve more (R v
 gstat, rrcov and mi, the csquotes, iso, media9 and animate manuals, and TeX Live's diffcoeff and numerica documents;
 English PDFs), ``table_questions_holdout25.json`` on twelve more (R vignettes of eRm, BradleyTerry2 and psychotools,
 three chapters of HSAUR3, the ghsystem, leipzig, xcolor-material and ltxkeys manuals, TeX Live's engtlc and
-bibleref-parse documents; English PDFs). They are not copied into the
+bibleref-parse documents; English PDFs), ``table_questions_holdout26.json`` on twelve more (R vignettes of msm,
+markovchain, MNP, NMF, etm and genetics, GLPK's reference manual, and the emulateapj sample, NDSU thesis, JACoW,
+HA-prosper and "Not So Short Introduction" documents of TeX Live; English PDFs). They are not copied into the
 repository; this downloads the pinned packages with ``apt-get download`` (the Debian registry is reachable where PyPI
 is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``, each checked against its
 SHA-256 so that every run reads the bytes the questions were written on.
