@@ -17,20 +17,10 @@ development set, and ``holdout3`` keeps off its pages and the tuning half's; ``h
 them had been looked at, keeps off every page they use (and adds the pumpkin book's tables); ``holdout5``, written
 the same way after ``holdout4``, holds only the two annual reports' questions (no other PDF had an unused table page).
 ``holdout6`` was written blind on thirteen PDFs from Debian packages that no earlier set or change had seen (R
-packages' papers, Chinese LaTeX manuals; ``python -m rag.lab.debian_docs`` fetches them), ``holdout7`` the same
-way on thirteen others, after holdout6 had become a development set, ``holdout8`` on twelve more after holdout7 had,
-``holdout9`` on twelve more after holdout8 had, ``holdout10`` on twelve more after holdout9 had,
-``holdout11`` on twelve more after holdout10 had, ``holdout12`` on twelve more after holdout11 had,
-``holdout13`` on twelve more after holdout12 had, ``holdout14`` on ten more after holdout13 had, ``holdout15`` on
-eleven more after holdout14 had, ``holdout16`` on eleven more after holdout15 had, ``holdout17`` on six more after
-holdout16 had (English only: no Chinese PDF with a table was left outside the earlier sets' documents),
-``holdout18`` on twelve more after holdout17 had (English PDFs; eight of its questions are asked in Chinese),
-``holdout19`` on ten more after holdout18 had (the same way), ``holdout20`` on twelve more after holdout19 had
-(the same way), ``holdout21`` on twelve more after holdout20 had (the same way), ``holdout22`` on twelve more
-after holdout21 had (the same way), ``holdout23`` on twelve more after holdout22 had (the same way),
-``holdout24`` on twelve more after holdout23 had been written (the same way), ``holdout25`` on twelve more
-after holdout24 had been written (the same way), and ``holdout26`` on twelve more after holdout25 had been
-written (the same way).
+packages' papers, Chinese LaTeX manuals; ``python -m rag.lab.debian_docs`` fetches them), and every later
+``holdoutN`` the same way on six to thirteen more, after the one before had been written (from ``holdout18`` on,
+English PDFs with eight questions asked in Chinese: no Chinese PDF with a table was left outside the earlier sets'
+documents). A set is added by saving its file here as ``data/table_questions_holdoutN.json``.
 
 Both runs ingest the three PDFs into temporary stores with the configured embedders; embeddings are
 cached in ``<cache>/lab/tables-embed-cache.sqlite3`` so a second run embeds only what changed.
@@ -56,13 +46,10 @@ from rag.runtime import build_engine, build_router, build_store
 
 QUESTIONS = Path(__file__).with_name("data") / "table_questions.json"
 # Written blind after the tune/test halves had been used, each reported once before anything was chosen
-# on it; holdout became a development set after its report; holdout2 to holdout26 were written later.
-HELD_OUT = {split: Path(__file__).with_name("data") / f"table_questions_{split}.json"
-            for split in ("holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7",
-                          "holdout8", "holdout9", "holdout10", "holdout11", "holdout12",
-                          "holdout13", "holdout14", "holdout15", "holdout16", "holdout17", "holdout18",
-                          "holdout19", "holdout20", "holdout21", "holdout22", "holdout23",
-                          "holdout24", "holdout25", "holdout26")}
+# on it; holdout became a development set after its report; holdout2 and the rest were written later, in order.
+HELD_OUT = {path.stem.removeprefix("table_questions_"): path
+            for path in sorted(Path(__file__).with_name("data").glob("table_questions_holdout*.json"),
+                               key=lambda path: int(path.stem.removeprefix("table_questions_holdout") or 1))}
 SPLITS = ("tune", "test", *HELD_OUT, "all")
 DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared beside the repo
 KS = (1, 3, 5)
@@ -73,7 +60,7 @@ def main(argv: list[str], config: RagConfig) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag.lab bench tables")
     parser.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
     parser.add_argument("--split", choices=SPLITS, default="all",
-                        help="all = tune + test; holdout, holdout2 … holdout26 = a held-out file, run on its own")
+                        help="all = tune + test; holdout, holdout2 … = a held-out file, run on its own")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list the questions missed at 3")
     parser.add_argument("--after-only", action="store_true", help="skip the tables-as-plain-text run (tuning)")

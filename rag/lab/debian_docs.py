@@ -1,42 +1,10 @@
-"""``python -m rag.lab.debian_docs``: fetch the PDFs of the 6th to 26th held-out table sets from Debian packages.
+"""``python -m rag.lab.debian_docs``: fetch the PDFs of the held-out table sets from holdout6 on, from Debian packages.
 
-The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` was written on
-documents nobody here had looked at: R packages' papers and vignettes (English, booktabs tables of
-estimates) and the Chinese LaTeX manuals and report templates of ``texlive-lang-chinese``;
-``table_questions_holdout7.json`` on thirteen more (coin's and quantreg's papers, the fontspec, xcolor and
-polyglossia manuals, and ctex's and other Chinese package manuals), ``table_questions_holdout8.json`` on twelve
-more (siunitx and other texlive-science manuals, multcomp's vignettes, Debian's Chinese reference, maintainer and
-Debian Edu manuals, the Chinese Asymptote manual), ``table_questions_holdout9.json`` on twelve more (R vignettes of
-ordinal, xtable, psych and glmmTMB, the microtype and mdwtab manuals, Debian's traditional-Chinese reference, Chinese
-TeX books and thesis templates), ``table_questions_holdout10.json`` on twelve more (texlive-science manuals,
-unicode-math, systemfit's and quantreg's rq vignettes, six Chinese thesis templates),
-``table_questions_holdout11.json`` on twelve more (texlive-latex-extra and publishers' guides, fitdistrplus' paper, the
-traditional-Chinese maintainer guide, Chinese thesis and report templates), ``table_questions_holdout12.json`` on
-twelve more (texlive-latex-extra and publishers' manuals, forecast's JSS paper, Chinese thesis and exam templates),
-``table_questions_holdout13.json`` on twelve more (R vignettes of effects and flexmix, texlive-latex-extra manuals,
-Chinese bibliography-style and thesis manuals), ``table_questions_holdout14.json`` on ten more (zoo's FAQ,
-caption, fancyref and booktabs manuals, the ASME template, Chinese chess, beamer and thesis templates),
-``table_questions_holdout15.json`` on eleven more (LaTeX's font guide, texlive-latex-extra, publishers', pictures and
-science manuals, xeCJK, TeX Live's Chinese guide, hanzibox, zhnumber), ``table_questions_holdout16.json`` on eleven
-more (texlive-latex-extra manuals, nanicolle, an Asymptote tutorial in Chinese, hfutexam's answer sheet, codebox,
-termsim), ``table_questions_holdout17.json`` on six more (texlive-science manuals, English only),
-``table_questions_holdout18.json`` on twelve more (texlive-pictures and humanities manuals, R vignettes of partykit,
-qtl and mixtools; English PDFs), ``table_questions_holdout19.json`` on ten more (R vignettes of metafor, survey, maxLik,
-xts, Rcpp and robustbase, pgf-spectra's and two invoice packages' manuals; English PDFs),
-``table_questions_holdout20.json`` on twelve more (R vignettes of actuar, deSolve, e1071, RcppEigen, spam, gmm and
-RcppArmadillo, four MetaPost manuals and the euro package's; English PDFs), ``table_questions_holdout21.json`` on
-twelve more (R vignettes of vegan, tm, rpart, gnm and mcmc, TeX Live's fontname, latex4wp and VPAT documents, the
-Armenian, lilyglyphs and marvosym manuals; English PDFs), ``table_questions_holdout22.json`` on twelve more (R
-vignettes of bit, Epi, party, pls, ape and BMS, four PSTricks manuals, MetaPost's drv guide and mfpic's manual; English
-PDFs), ``table_questions_holdout23.json`` on twelve more (R vignettes of spatstat, surveillance, seriation, dbscan, TSP
-and haplo.stats, the memoir and listings manuals, and TeX Live's statistics, nucleardata, pfdicons and bibleref-mouth
-documents; English PDFs), ``table_questions_holdout24.json`` on twelve more (R vignettes of glmnet, sp, bbmle,
-gstat, rrcov and mi, the csquotes, iso, media9 and animate manuals, and TeX Live's diffcoeff and numerica documents;
-English PDFs), ``table_questions_holdout25.json`` on twelve more (R vignettes of eRm, BradleyTerry2 and psychotools,
-three chapters of HSAUR3, the ghsystem, leipzig, xcolor-material and ltxkeys manuals, TeX Live's engtlc and
-bibleref-parse documents; English PDFs), ``table_questions_holdout26.json`` on twelve more (R vignettes of msm,
-markovchain, MNP, NMF, etm and genetics, GLPK's reference manual, and the emulateapj sample, NDSU thesis, JACoW,
-HA-prosper and "Not So Short Introduction" documents of TeX Live; English PDFs). They are not copied into the
+The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` and every later held-out set
+were written on documents nobody here had looked at: R packages' papers and vignettes (booktabs tables of estimates,
+R's printed output), TeX Live's manuals, templates and samples, and, while any were left, the Chinese LaTeX manuals,
+thesis templates and Debian references of ``texlive-lang-chinese`` and other packages. ``data/debian_docs.tsv`` lists
+each set's PDFs with their package, exact version, path inside the package and SHA-256. They are not copied into the
 repository; this downloads the pinned packages with ``apt-get download`` (the Debian registry is reachable where PyPI
 is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``, each checked against its
 SHA-256 so that every run reads the bytes the questions were written on.

@@ -15,6 +15,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from rag.lab import bench_tables
 from rag.lab.debian_docs import DEBIAN_DOCS_DIR, DOCS, missing
 from tests.conftest import SHARED_DATA
 
@@ -64,6 +65,11 @@ def test_ids_are_unique_and_splits_known(name: str) -> None:
         assert question["split"] in FILES[name], question["id"]
         assert isinstance(question["page"], int) and question["page"] >= 1, question["id"]
         assert all(question[key].strip() for key in ("question", "row", "answer")), question["id"]
+
+
+def test_the_bench_runs_every_held_out_file_in_the_order_written() -> None:
+    assert [path.name for path in bench_tables.HELD_OUT.values()] == HELD_OUT
+    assert all(name.removeprefix("table_questions_").removesuffix(".json") in bench_tables.SPLITS for name in HELD_OUT)
 
 
 def test_ids_are_unique_across_all_files() -> None:
