@@ -3,11 +3,11 @@
 The shared PDFs had no unused table page left, so ``table_questions_holdout6.json`` and every later held-out set
 were written on documents nobody here had looked at: R packages' papers and vignettes (booktabs tables of estimates,
 R's printed output), TeX Live's manuals, templates and samples, and, while any were left, the Chinese LaTeX manuals,
-thesis templates and Debian references of ``texlive-lang-chinese`` and other packages. ``data/debian_docs.tsv`` lists
-each set's PDFs with their package, exact version, path inside the package and SHA-256. They are not copied into the
+thesis templates and Debian references of ``texlive-lang-chinese`` and other packages. They are not copied into the
 repository; this downloads the pinned packages with ``apt-get download`` (the Debian registry is reachable where PyPI
-is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv``, each checked against its
-SHA-256 so that every run reads the bytes the questions were written on.
+is), unpacks them with ``dpkg-deb`` and keeps the PDFs listed in ``data/debian_docs.tsv`` (each set's PDFs with their
+package, exact version and path inside it), each checked against its SHA-256 so that every run reads the bytes the
+questions were written on.
 Lab only: the app never downloads anything.
 """
 
