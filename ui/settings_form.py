@@ -53,6 +53,7 @@ KNOBS: dict[str, Knob] = {
     "retrieval.table_reference_share": Knob("Lift for a table a top passage names", "slider", 0.05),
     "retrieval.contents_share": Knob("Score kept by a table of contents", "slider", 0.05),
     "retrieval.table_mention_share": Knob("Lift for tables when the question names a table", "slider", 0.05),
+    "retrieval.table_fold_tokens": Knob("Most tokens of a split table folded into one passage"),
     "rerank.enabled": Knob("Rerank"),
     "rerank.model_path": Knob("Cross-encoder folder"),
     "rerank.top_n": Knob("Rerank top-n", "slider", 1),

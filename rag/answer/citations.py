@@ -52,8 +52,16 @@ def sources_from_nodes(nodes: Sequence[NodeWithScore]) -> list[Source]:
             n=n, chunk_id=str(meta.get("chunk_id") or item.node.node_id), doc_id=str(meta.get("doc_id", "")),
             file_name=str(meta.get("file_name", "")), page_start=int(meta.get("page_start") or 1),
             page_end=int(meta.get("page_end") or meta.get("page_start") or 1), text=item.node.get_content(),
-            score=None if item.score is None else float(item.score)))
+            score=None if item.score is None else float(item.score),
+            **_folded_span(meta)))
     return sources
+
+
+def _folded_span(meta: dict) -> dict[str, int]:
+    """A folded table's offsets (``rag.retrieval.table_fold``), which its citations highlight over."""
+    if not meta.get("table_parts"):
+        return {}
+    return {"char_start": int(meta["char_start"]), "char_end": int(meta["char_end"])}
 
 
 def build_answer_messages(question: str, sources: Sequence[Source], model: str | None = None, *,

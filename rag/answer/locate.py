@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, Sequence
 
 from rag.answer.citations import CitedSentence, best_quote, infer_source
-from rag.answer.highlight import locate_passage
+from rag.answer.highlight import PAGE_SEPARATOR, locate_passage
 from rag.answer.types import Citation, Source
+from rag.documents import Chunk, Page
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +41,8 @@ def locate_citations(store: Any, sentences: Sequence[CitedSentence], sources: Se
             try:
                 if chunk.doc_id not in pages:
                     pages[chunk.doc_id] = store.pages(chunk.doc_id)
-                located = locate_passage(store, chunk, quote, pages=pages[chunk.doc_id])
+                located = locate_passage(store, _as_given(chunk, source, pages[chunk.doc_id]), quote,
+                                         pages=pages[chunk.doc_id])
             except Exception as exc:  # noqa: BLE001 - a missing highlight must not lose the answer
                 logger.warning("highlight for %s failed: %s", source.chunk_id, exc)
         citations.append(Citation(
@@ -48,3 +51,14 @@ def locate_citations(store: Any, sentences: Sequence[CitedSentence], sources: Se
             highlights=located[0][1] if located else [], chunk_id=source.chunk_id, sentence=sentence,
             pages=located, inferred=inferred))
     return citations
+
+
+def _as_given(chunk: Chunk, source: Source, pages: Sequence[Page]) -> Chunk:
+    """The chunk as the source gave it to the LLM: widened to all parts of a folded table, so a quote from any
+    part is found (``rag.retrieval.table_fold``)."""
+    if source.char_start is None or source.char_end is None or (
+            (source.char_start, source.char_end) == (chunk.char_start, chunk.char_end)):
+        return chunk
+    text = PAGE_SEPARATOR.join(page.text for page in pages)[source.char_start:source.char_end]
+    return replace(chunk, text=text, char_start=source.char_start, char_end=source.char_end,
+                   page_start=source.page_start, page_end=source.page_end)

@@ -32,6 +32,10 @@ class Source:
     page_end: int
     text: str
     score: float | None = None
+    # the passage's offsets in the document's text when they are not its chunk's: a split table's parts folded
+    # into one passage (rag.retrieval.table_fold), which citations highlight over all its parts
+    char_start: int | None = None
+    char_end: int | None = None
 
 
 @dataclass

@@ -28,6 +28,7 @@ from rag.retrieval.fusion_scores import (
 from rag.retrieval.nodes import annotate_node
 from rag.retrieval.query import SearchQuery, as_search_query, expanded
 from rag.retrieval.table_mentions import lift_tables_asked_for
+from rag.retrieval.table_fold import fold_table_parts
 from rag.retrieval.table_parts import order_table_parts
 from rag.retrieval.table_references import boost_referenced_tables
 from rag.retrieval.table_rows import boost_named_rows
@@ -90,6 +91,7 @@ class FusionRetriever(BaseRetriever):
         table_row_boost: See ``rag.retrieval.table_rows``. Defaults to 0 (off).
         table_reference_share: See ``rag.retrieval.table_references``. Defaults to 0 (off).
         table_mention_share: See ``rag.retrieval.table_mentions``. Defaults to 0 (off).
+        table_fold_tokens: See ``rag.retrieval.table_fold``. Defaults to 0 (off).
         contents_share: See ``rag.retrieval.contents_listings``. Defaults to 1 (off).
     """
 
@@ -101,7 +103,7 @@ class FusionRetriever(BaseRetriever):
                  coverage_below: float = 0.0, dense_shift: float = DENSE_SHIFT, idf: Idf | None = None,
                  dense_sources: Sequence[str] = ("vector",), no_relevance: Sequence[str] = (),
                  table_row_boost: float = 0.0, table_reference_share: float = 0.0, contents_share: float = 1.0,
-                 table_mention_share: float = 0.0,
+                 table_mention_share: float = 0.0, table_fold_tokens: int = 0,
                  callback_manager: CallbackManager | None = None,
                  verbose: bool = False) -> None:
         if not retrievers:
@@ -134,6 +136,7 @@ class FusionRetriever(BaseRetriever):
         self.table_reference_share = table_reference_share
         self.contents_share = contents_share
         self.table_mention_share = table_mention_share
+        self.table_fold_tokens = table_fold_tokens
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @classmethod
@@ -159,6 +162,7 @@ class FusionRetriever(BaseRetriever):
         kwargs.setdefault("table_reference_share", config.table_reference_share)
         kwargs.setdefault("contents_share", config.contents_share)
         kwargs.setdefault("table_mention_share", config.table_mention_share)
+        kwargs.setdefault("table_fold_tokens", config.table_fold_tokens)
         kwargs.setdefault("dense_sources", dense)
         kwargs.setdefault("no_relevance", (second_vector_source,))
         return cls(retrievers, mode=config.fusion, rrf_k=config.rrf_k, top_k=config.candidate_k,
@@ -251,7 +255,9 @@ class FusionRetriever(BaseRetriever):
         # parts first: a row the question names word for word, or a passage naming the table, outweighs them
         fused = order_table_parts(fused, query, stage)
         fused = boost_named_rows(fused, query, self.table_row_boost, stage)
-        fused = boost_referenced_tables(fused, self.table_reference_share, stage)[:top_k]
+        fused = boost_referenced_tables(fused, self.table_reference_share, stage)
+        # last, over every candidate: a part below the cut joins its table before the cut is made
+        fused = fold_table_parts(fused, self.table_fold_tokens, stage)[:top_k]
         stage.note(f"mode={self.mode} weights={dict(zip(names, weights))}"
                    + (f" k={self.rrf_k}" if self.mode == "rrf" else f" normalization={self.normalization}"))
 

@@ -1,0 +1,119 @@
+"""A table split into parts answers as one passage: parts found next to each other fold into the best one.
+
+A table longer than ``ingest.table_chunk_tokens`` is stored as parts that repeat its caption and header row
+(``rag.ingest.chunking``), so that each part is embedded and searched on its own rows. But the parts look
+alike to both retrievers, and the part holding the row a question asks about often ranks just below one or
+two of its siblings, which fill the first places with the right table and the wrong rows. So after fusion,
+the parts of one table that are among the candidates and sit next to each other in the document
+(consecutive chunks of kind table, same document, same caption and header row) fold into the best-ranked
+of them: it keeps its slot and score and becomes the passage from the first to the last of those parts,
+exactly as the document's text runs (a citation's quote still maps to page offsets); the other parts
+leave the list, and the candidates below them move up. A fold grows from the best-ranked part to the
+better-ranked of its two neighbours among the candidates, one part at a time, while the passage stays within
+``retrieval.table_fold_tokens``; a part that is not among the candidates ends the fold on its side.
+Prose, tables of one part, and the order of everything else are untouched.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from llama_index.core.schema import NodeWithScore
+
+from rag.retrieval.trace import StageTrace
+from rag.text.language import count_tokens
+from rag.text.table_text import split_markdown_table
+
+# parts are written one after another with at most a paragraph break between them; anything longer is not
+# whitespace the chunks would let us rebuild, so the fold stops there
+_MAX_GAP = 2
+
+
+class _Part(NamedTuple):
+    position: int
+    table: tuple  # (caption lines, header row): what every part of one table repeats
+    tokens: int
+
+
+def fold_table_parts(fused: list[NodeWithScore], max_tokens: int,
+                     stage: StageTrace | None = None) -> list[NodeWithScore]:
+    """Fold the neighbouring parts of each split table among ``fused`` into its best-ranked part.
+
+    Args:
+        fused: The fused candidates (new nodes), best first.
+        max_tokens: The most tokens a folded passage may hold (0 turns folding off).
+        stage: The fusion stage, which notes the tables folded. Defaults to none.
+
+    Returns:
+        The candidates in the same order, each folded table in its best part's slot, its other parts gone.
+    """
+    if max_tokens <= 0:
+        return fused
+    parts: dict[tuple[str, int], _Part] = {}
+    for position, item in enumerate(fused):
+        metadata = item.node.metadata
+        if metadata.get("kind") != "table" or metadata.get("index") is None:
+            continue
+        caption, rows = split_markdown_table(item.node.get_content())
+        if rows:
+            key = (str(metadata.get("doc_id", "")), int(metadata["index"]))
+            parts[key] = _Part(position, (tuple(caption), tuple(rows[0])), count_tokens(item.node.get_content()))
+    if len(parts) < 2:
+        return fused
+
+    folded: dict[int, NodeWithScore] = {}
+    gone: set[int] = set()
+    for (doc_id, index), part in sorted(parts.items(), key=lambda entry: entry[1].position):
+        if part.position in gone:
+            continue
+        members, tokens = [index], part.tokens
+        while True:
+            sides = []
+            below, above = members[0] - 1, members[-1] + 1
+            for neighbour, lower, upper in ((below, below, members[0]), (above, members[-1], above)):
+                candidate = parts.get((doc_id, neighbour))
+                if (candidate is not None and candidate.table == part.table and candidate.position not in gone
+                        and candidate.position not in folded and tokens + candidate.tokens <= max_tokens
+                        and _adjacent(fused, parts[(doc_id, lower)], parts[(doc_id, upper)])):
+                    sides.append((candidate, neighbour))
+            if not sides:
+                break
+            chosen, neighbour = min(sides, key=lambda side: side[0].position)
+            members = sorted([*members, neighbour])
+            tokens += chosen.tokens
+            gone.add(chosen.position)
+        if len(members) > 1:
+            folded[part.position] = _folded(fused, [parts[(doc_id, i)].position for i in members], part.position)
+    if not folded:
+        return fused
+    if stage is not None:
+        stage.note(f"{len(folded)} split table(s) folded into their best-ranked part "
+                   f"({len(gone)} neighbouring part(s) joined them)")
+    return [folded.get(position, item) for position, item in enumerate(fused) if position not in gone]
+
+
+def _adjacent(fused: list[NodeWithScore], lower: _Part, upper: _Part) -> bool:
+    """Whether part ``upper`` starts right where part ``lower`` ends (a paragraph break at most)."""
+    end = int(fused[lower.position].node.metadata.get("char_end", 0))
+    start = int(fused[upper.position].node.metadata.get("char_start", -1))
+    return 0 <= start - end <= _MAX_GAP
+
+
+def _folded(fused: list[NodeWithScore], positions: list[int], best: int) -> NodeWithScore:
+    """The best part widened to the passage from the first to the last of ``positions`` (in document order)."""
+    nodes = [fused[p].node for p in positions]
+    text = nodes[0].get_content()
+    for previous, node in zip(nodes, nodes[1:]):
+        gap = int(node.metadata["char_start"]) - int(previous.metadata["char_end"])
+        text += "\n" * gap + node.get_content()
+    first, last = nodes[0].metadata, nodes[-1].metadata
+    keeper = fused[best].node
+    metadata = {**keeper.metadata, "char_start": first["char_start"], "char_end": last["char_end"],
+                "page_start": min(int(n.metadata.get("page_start", 1)) for n in nodes),
+                "page_end": max(int(n.metadata.get("page_end", 1)) for n in nodes), "table_parts": len(nodes)}
+    copy = keeper.model_copy(update={
+        "text": text, "metadata": metadata,
+        "excluded_embed_metadata_keys": list(dict.fromkeys([*keeper.excluded_embed_metadata_keys, "table_parts"])),
+        "excluded_llm_metadata_keys": list(dict.fromkeys([*keeper.excluded_llm_metadata_keys, "table_parts"])),
+    })
+    return NodeWithScore(node=copy, score=fused[best].score)
