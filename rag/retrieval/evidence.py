@@ -7,6 +7,10 @@ first (the one holding most of the question's rare words, IDF-weighted), then fi
 budget with the next best sentences and the sentence after each best one (answers often continue
 there). The kept sentences stay in document order; a gap between them is shown as " … ".
 
+A table passage (``kind == "table"``) competes with its body rows only: its caption and header row hold the
+question's words ("the table of SI prefixes") and would win the budget from the row that answers. Its header row
+comes along, counted in the budget, with the first row kept, so the model can read the columns.
+
 The excerpt replaces the node's text (same node id, so citations still resolve to the chunk and its
 page); ``metadata["evidence"]`` records the kept character spans of the chunk.
 """
@@ -15,13 +19,14 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from rag.retrieval.nodes import annotate_node
 from rag.text.splitting import passage_sentences
+from rag.text.table_text import is_separator_row
 from rag.text.tokenizer import tokenize
 
 logger = logging.getLogger(__name__)
@@ -95,12 +100,19 @@ def fit_evidence(nodes: Sequence[NodeWithScore], question: str, max_tokens: int,
     definitions = [f"({acronym})" for acronym in dict.fromkeys(_ACRONYM_RE.findall(question))] if asks_expansion else []
     texts = [item.node.get_content(metadata_mode=MetadataMode.NONE) for item in nodes]
     per_node: list[list[_Sentence]] = []
+    headers: dict[int, _Sentence] = {}  # a table passage's header row, kept with any of its rows
     for n, text in enumerate(texts):
         spans = passage_sentences(text) or ([(0, len(text))] if text.strip() else [])
+        header = table_header(text) if nodes[n].node.metadata.get("kind") == "table" else None
+        if header is not None:  # the header first (never scored), then only the body rows compete
+            rows = [(s, e) for s, e in spans if s > header[1] and not is_separator_row(text[s:e])]
+            spans = [header, *rows]
         rank_bonus = 0.02 * (len(nodes) - n)  # ties go to the better-ranked passage
         per_node.append([_Sentence(n, i, s, e, sentence_score(text[s:e], weights) + rank_bonus
                                    + DEFINITION_BONUS * any(d in text[s:e] for d in definitions),
                                    count(text[s:e]) + 1) for i, (s, e) in enumerate(spans)])
+        if header is not None:
+            headers[n] = per_node[-1][0] = replace(per_node[-1][0], score=-1.0)
     chosen: set[tuple[int, int]] = set()
     used = 0
 
@@ -109,10 +121,14 @@ def fit_evidence(nodes: Sequence[NodeWithScore], question: str, max_tokens: int,
         key = (sentence.node, sentence.index)
         if key in chosen:
             return True
-        extra = sentence.cost + (overhead if not any(k[0] == sentence.node for k in chosen) else 0)
+        first = not any(k[0] == sentence.node for k in chosen)
+        header = headers.get(sentence.node) if first and sentence.index else None
+        extra = sentence.cost + (overhead if first else 0) + (header.cost if header is not None else 0)
         if used + extra > max_tokens:
             return False
         chosen.add(key)
+        if header is not None:
+            chosen.add((header.node, header.index))
         used += extra
         return True
 
@@ -136,6 +152,21 @@ def fit_evidence(nodes: Sequence[NodeWithScore], question: str, max_tokens: int,
     if definitions:  # and its passage goes first
         out.sort(key=lambda item: not any(d in item.node.get_content() for d in definitions))
     return out
+
+
+def table_header(text: str) -> tuple[int, int] | None:
+    """(start, end) of a Markdown table's header row: the line above its ``| --- |`` line (None: no such line)."""
+    offset = 0
+    previous: tuple[int, int] | None = None
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if is_separator_row(stripped):
+            return previous
+        if stripped:
+            start = offset + line.index(stripped[0])
+            previous = (start, start + len(stripped)) if stripped.startswith("|") else None
+        offset += len(line)
+    return None
 
 
 def _excerpt(item: NodeWithScore, text: str, keep: list[_Sentence]) -> NodeWithScore:

@@ -43,6 +43,12 @@ _ORDINAL = {1: "first", 2: "second", 3: "third", 4: "fourth"}
 _SPAN_MONTHS = {"three": 3, "3": 3, "six": 6, "6": 6, "nine": 9, "9": 9}
 
 
+def is_separator_row(line: str) -> bool:
+    """Whether ``line`` is the ``| --- | --- |`` line under a Markdown table's header."""
+    stripped = line.strip()
+    return bool(_SEPARATOR_RE.fullmatch(stripped.replace(" ", "")) or _SEPARATOR_RE.fullmatch(stripped))
+
+
 def split_markdown_table(text: str) -> tuple[list[str], list[list[str]]]:
     """(caption lines, rows of cells) of a Markdown table block; the header is the first row.
 
@@ -56,7 +62,7 @@ def split_markdown_table(text: str) -> tuple[list[str], list[list[str]]]:
         if not stripped:
             continue
         if stripped.startswith("|"):
-            if _SEPARATOR_RE.fullmatch(stripped.replace(" ", "")) or _SEPARATOR_RE.fullmatch(stripped):
+            if is_separator_row(stripped):
                 continue
             cells = _CELL_SPLIT_RE.split(stripped.strip("|"))
             rows.append([cell.strip().replace("\\|", "|") for cell in cells])

@@ -90,3 +90,31 @@ def test_broad_question_detection_in_english_and_chinese() -> None:
     for question in ("What is the maximum daily dose of ibuprofen?", "When was Chopin born?", "布洛芬每日最大剂量是多少？"):
         assert not is_broad(question), question
     assert named_section("Summarise section 3.2 please").number == "3.2" and named_section("When?") is None
+
+
+DOSES = ("Table 1: Recommended ibuprofen doses by age group\n| Age group | Single dose (mg) | Doses per day |\n"
+         "| --- | --- | --- |\n| Children 6-11 years | 100 | 3 |\n| Adolescents 12-17 years | 200 | 3 |\n"
+         "| Adults 18-64 years | 400 | 3 |")
+
+
+def _table(node_id: str, text: str) -> NodeWithScore:
+    return NodeWithScore(node=TextNode(id_=node_id, text=text, metadata={"doc_id": "d", "kind": "table"}), score=1.0)
+
+
+def test_a_table_gives_its_asked_row_under_its_header_not_its_caption() -> None:
+    question = "What single dose of ibuprofen is recommended for adolescents by age group?"
+    budget = count_tokens(DOSES.splitlines()[1]) + count_tokens(DOSES.splitlines()[4]) + 2 + 12
+
+    [fitted] = fit_evidence([_table("t", DOSES)], question, budget, count_tokens)
+
+    # the caption and header hold most of the question's words; the row is what answers, and the header names its
+    # columns
+    assert fitted.node.get_content() == ("| Age group | Single dose (mg) | Doses per day |" + GAP
+                                         + "| Adolescents 12-17 years | 200 | 3 |")
+
+
+def test_a_passage_not_marked_as_a_table_gets_no_header_carried_along() -> None:
+    question = "What single dose of ibuprofen is recommended for adolescents by age group?"
+    [fitted] = fit_evidence([_node("p", DOSES)], question, 20, count_tokens)
+    assert "| Adolescents 12-17 years | 200 | 3 |" in fitted.node.get_content()
+    assert "| Age group |" not in fitted.node.get_content()
