@@ -6,10 +6,12 @@ alike to both retrievers, and the part holding the row a question asks about oft
 two of its siblings, which fill the first places with the right table and the wrong rows. So after fusion,
 the parts of one table that are among the candidates and sit next to each other in the document
 (consecutive chunks of kind table, same document, same caption and header row) fold into the best-ranked
-of them: it keeps its slot and score and becomes the passage from the first to the last of those parts,
-exactly as the document's text runs (a citation's quote still maps to page offsets); the other parts
-leave the list, and the candidates below them move up. A fold grows from the best-ranked part to the
-better-ranked of its two neighbours among the candidates, one part at a time, while the passage stays within
+of them: it keeps its slot and score and becomes one table, the first part's caption and header once and then
+the rows of every part in document order (the answer's evidence fitting weighs each line on its own, and
+captions repeated once per part would take its budget from the rows). Its offsets span the parts, so a
+citation's quote from any row maps to the page (``rag.answer.locate``). The other parts leave the list, and
+the candidates below them move up. A fold grows from the best-ranked part to the better-ranked of its two
+neighbours among the candidates, one part at a time, while the parts hold at most
 ``retrieval.table_fold_tokens``; a part that is not among the candidates ends the fold on its side.
 Prose, tables of one part, and the order of everything else are untouched.
 """
@@ -22,10 +24,10 @@ from llama_index.core.schema import NodeWithScore
 
 from rag.retrieval.trace import StageTrace
 from rag.text.language import count_tokens
-from rag.text.table_text import split_markdown_table
+from rag.text.table_text import is_separator_row, split_markdown_table
 
-# parts are written one after another with at most a paragraph break between them; anything longer is not
-# whitespace the chunks would let us rebuild, so the fold stops there
+# parts are written one after another with at most a paragraph break between them; more means text between them
+# (a page's running header) that the folded passage would not hold, so the fold stops there
 _MAX_GAP = 2
 
 
@@ -99,13 +101,19 @@ def _adjacent(fused: list[NodeWithScore], lower: _Part, upper: _Part) -> bool:
     return 0 <= start - end <= _MAX_GAP
 
 
+def _body(part: str) -> str:
+    """A later part's rows: what follows its header's separator line (the caption and header it repeats go)."""
+    lines = part.splitlines()
+    for number, line in enumerate(lines):
+        if is_separator_row(line):
+            return "\n".join(lines[number + 1:])
+    return part
+
+
 def _folded(fused: list[NodeWithScore], positions: list[int], best: int) -> NodeWithScore:
-    """The best part widened to the passage from the first to the last of ``positions`` (in document order)."""
+    """The best part widened to the table the parts at ``positions`` (in document order) make together."""
     nodes = [fused[p].node for p in positions]
-    text = nodes[0].get_content()
-    for previous, node in zip(nodes, nodes[1:]):
-        gap = int(node.metadata["char_start"]) - int(previous.metadata["char_end"])
-        text += "\n" * gap + node.get_content()
+    text = "\n".join([nodes[0].get_content(), *(_body(node.get_content()) for node in nodes[1:])])
     first, last = nodes[0].metadata, nodes[-1].metadata
     keeper = fused[best].node
     metadata = {**keeper.metadata, "char_start": first["char_start"], "char_end": last["char_end"],

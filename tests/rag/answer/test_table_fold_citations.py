@@ -29,7 +29,7 @@ def test_a_row_in_another_part_of_the_folded_table_is_highlighted_on_its_own_lin
     assert result.ok
     parts = [c for c in store.keywords.chunks_of(result.doc_id) if c.kind == "table"]
     assert len(parts) >= 2  # the table is stored as parts, each repeating caption and header
-    wide = config.with_overrides({"generation.max_context_tokens": 4000})
+    wide = config.with_overrides({"retrieval.table_fold_tokens": 800, "generation.max_context_tokens": 4000})
 
     nodes = make_engine(store, wide).search("What snow depth does the table give for the Oslo weather station?").nodes
 

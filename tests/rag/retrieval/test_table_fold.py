@@ -55,8 +55,10 @@ def test_the_parts_next_to_the_best_one_join_it_in_its_slot_and_the_rest_move_up
     assert _ids(folded) == ["d:part 2", "d:prose", "d:fonts"]
     assert [n.score for n in folded] == [0.9, 0.8, 0.6]
     table = folded[0].node
-    # the document's text from the first part to the last, the paragraph breaks between parts included
-    assert table.get_content() == PART_1 + "\n\n" + PART_2 + "\n\n" + PART_3
+    # one table: the caption and header once, then every part's rows in document order
+    assert table.get_content() == UNITS + "\n".join(
+        ["| electronvolt | eV |", "| kiloelectronvolt | keV |", "| megaelectronvolt | MeV |",
+         "| gigaelectronvolt | GeV |", "| GeV per c squared | GeV/c2 |", "| TeV per c squared | TeV/c2 |"])
     layout = _layout()
     assert (table.metadata["char_start"], table.metadata["char_end"]) == (layout["part 1"][1], layout["part 3"][2])
     assert table.metadata["table_parts"] == 3
@@ -73,7 +75,7 @@ def test_the_better_ranked_neighbour_joins_first_while_the_passage_fits() -> Non
     folded = fold_table_parts(fused, two_parts, None)
 
     assert _ids(folded) == ["d:part 2", "d:part 1"]
-    assert folded[0].node.get_content() == PART_2 + "\n\n" + PART_3
+    assert folded[0].node.get_content() == PART_2 + "\n" + PART_3.removeprefix(UNITS)
     assert folded[1].node.get_content() == PART_1
 
 
@@ -105,13 +107,13 @@ def test_zero_tokens_turns_folding_off() -> None:
 def test_fusion_folds_a_part_ranked_below_the_cut_into_its_table() -> None:
     hits = [_node("part 1", 0.9), _node("prose", 0.8), _node("fonts", 0.7), _node("part 2", 0.6)]
     retrievers = {"vector": StaticRetriever(hits), "bm25": StaticRetriever(hits)}
-    config = RetrievalConfig(top_k=2, candidate_k=2, fusion="weighted")
+    config = RetrievalConfig(top_k=2, candidate_k=2, fusion="weighted", table_fold_tokens=800)
     # words of the shared caption only: ordering the parts by the question's words leaves them as they are
     query = SearchQuery(query_str="Which symbols does the table of HEP units give?")
 
     folded = FusionRetriever.from_config(retrievers, config).retrieve(query)
-    plain = FusionRetriever.from_config(retrievers, config, table_fold_tokens=0).retrieve(
-        SearchQuery(query_str=query.query_str))
+    off = RetrievalConfig(top_k=2, candidate_k=2, fusion="weighted")  # the default: off
+    plain = FusionRetriever.from_config(retrievers, off).retrieve(SearchQuery(query_str=query.query_str))
 
     assert "| gigaelectronvolt | GeV |" in folded[0].node.get_content()
     assert _ids(folded)[0] == "d:part 1" and len(folded) == 2
