@@ -43,12 +43,11 @@ def main(argv: list[str], config: RagConfig) -> int:
 def run(config: RagConfig, dataset: str, split: str, questions: int) -> dict:
     from dataclasses import replace
 
-    from rag.answer.engine import CitewiseQueryEngine
     from rag.evaluation.answer_library import build_set_library
     from rag.evaluation.answer_metrics import contains_answer
     from rag.evaluation.unanswerable import load_set
 
-    counter = _token_counter(config)
+    counter = model_token_counter(config)
     with tempfile.TemporaryDirectory(prefix="citewise-bench-evidence-") as tmp:
         library = build_set_library(load_set(dataset, split), config, n=questions, unanswerable=0, seed=0,
                                     workdir=Path(tmp), distractors=16)
@@ -56,7 +55,7 @@ def run(config: RagConfig, dataset: str, split: str, questions: int) -> dict:
         for name, evidence, budget in SETTINGS:
             settings = replace(config, generation=replace(config.generation, evidence_fitting=evidence,
                                                           max_context_tokens=budget)).validate()
-            engine = CitewiseQueryEngine(settings, _chain(settings, library.store, counter), library.store, None)
+            engine = answer_context_engine(settings, library.store, counter)
             hits, sizes, counts = 0, [], []
             for item in library.chosen:
                 nodes = engine.search(item.question).nodes
@@ -72,13 +71,16 @@ def run(config: RagConfig, dataset: str, split: str, questions: int) -> dict:
             "load": round(os.getloadavg()[0], 2)}
 
 
-def _chain(config: RagConfig, store: object, counter: object) -> object:
+def answer_context_engine(config: RagConfig, store: object, counter: object) -> object:
+    """A retrieval-only engine whose sources are what the answering model would read: the context budget counted
+    with ``counter`` (``model_token_counter``), evidence fitting as ``config`` says."""
+    from rag.answer.engine import CitewiseQueryEngine
     from rag.retrieval.assembly import build_retrieval
 
-    return build_retrieval(config, store, count_tokens=counter)
+    return CitewiseQueryEngine(config, build_retrieval(config, store, count_tokens=counter), store, None)
 
 
-def _token_counter(config: RagConfig):
+def model_token_counter(config: RagConfig):
     """The bundled model's tokenizer (vocabulary only, no weights loaded)."""
     import llama_cpp
 
