@@ -34,7 +34,8 @@ FILES = {"table_questions.json": {"tune", "test"}, "table_questions_holdout.json
          "table_questions_holdout20.json": {"holdout20"}, "table_questions_holdout21.json": {"holdout21"},
          "table_questions_holdout22.json": {"holdout22"}, "table_questions_holdout23.json": {"holdout23"},
          "table_questions_holdout24.json": {"holdout24"}, "table_questions_holdout25.json": {"holdout25"},
-         "table_questions_holdout26.json": {"holdout26"}, "table_questions_holdout27.json": {"holdout27"}}
+         "table_questions_holdout26.json": {"holdout26"}, "table_questions_holdout27.json": {"holdout27"},
+         "table_questions_holdout28.json": {"holdout28"}}
 HELD_OUT = [name for name in FILES if name != "table_questions.json"]  # in the order they were written
 PDF_ROOT = SHARED_DATA / "pdfs"
 FIELDS = {"id", "split", "file", "page", "question", "row", "answer"}
