@@ -14,6 +14,9 @@ the candidates below them move up. A fold grows from the best-ranked part to the
 neighbours among the candidates, one part at a time, while the parts hold at most
 ``retrieval.table_fold_tokens``; a part that is not among the candidates ends the fold on its side.
 Prose, tables of one part, and the order of everything else are untouched.
+
+Off by default: more tables reach the top results this way, but within the answer's small budget fewer of
+their asked rows reach the model (docs/documents.md, ``fold55``).
 """
 
 from __future__ import annotations
