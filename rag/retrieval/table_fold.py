@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from llama_index.core.schema import NodeWithScore
 
+from rag.retrieval.nodes import annotate_node
 from rag.retrieval.trace import StageTrace
 from rag.text.language import count_tokens
 from rag.text.table_text import is_separator_row, split_markdown_table
@@ -118,13 +119,8 @@ def _folded(fused: list[NodeWithScore], positions: list[int], best: int) -> Node
     nodes = [fused[p].node for p in positions]
     text = "\n".join([nodes[0].get_content(), *(_body(node.get_content()) for node in nodes[1:])])
     first, last = nodes[0].metadata, nodes[-1].metadata
-    keeper = fused[best].node
-    metadata = {**keeper.metadata, "char_start": first["char_start"], "char_end": last["char_end"],
-                "page_start": min(int(n.metadata.get("page_start", 1)) for n in nodes),
-                "page_end": max(int(n.metadata.get("page_end", 1)) for n in nodes), "table_parts": len(nodes)}
-    copy = keeper.model_copy(update={
-        "text": text, "metadata": metadata,
-        "excluded_embed_metadata_keys": list(dict.fromkeys([*keeper.excluded_embed_metadata_keys, "table_parts"])),
-        "excluded_llm_metadata_keys": list(dict.fromkeys([*keeper.excluded_llm_metadata_keys, "table_parts"])),
-    })
-    return NodeWithScore(node=copy, score=fused[best].score)
+    copy = annotate_node(fused[best], char_start=first["char_start"], char_end=last["char_end"],
+                         page_start=min(int(n.metadata.get("page_start", 1)) for n in nodes),
+                         page_end=max(int(n.metadata.get("page_end", 1)) for n in nodes), table_parts=len(nodes))
+    copy.node = copy.node.model_copy(update={"text": text})
+    return copy
